@@ -1,0 +1,24 @@
+/* The rowfuse CLI's subcommands. Each takes the arguments after its name and returns
+ * the process exit status; each prints its own errors to stderr (only CLI code prints).
+ * Exit status convention: 0 success/accepted, 1 rejected or check failed, 2 unusable
+ * input or usage error. */
+#ifndef RF_CLI_COMMANDS_H
+#define RF_CLI_COMMANDS_H
+
+#include <stdio.h>
+
+#include "rowfuse/status.h"
+
+int rf_cmd_verify(int argc, char **argv);
+int rf_cmd_run(int argc, char **argv);
+int rf_cmd_compile(int argc, char **argv);
+int rf_cmd_inspect(int argc, char **argv);
+int rf_cmd_check(int argc, char **argv);
+int rf_cmd_bench(int argc, char **argv);
+
+/* Prints "rowfuse <cmd>: <code>: <message>" to stderr and frees the status. Returns the
+ * exit status for it: 1 for a rejected graph (row violation, unsupported op, shape
+ * error), 2 for anything else. */
+int rf_cli_report(const char *cmd, rf_status_t status);
+
+#endif

@@ -1,0 +1,169 @@
+/* Writes a GPU package (rowfuse/compile.h): weights as .npy in the plan's precision, the
+ * kernels (kernels/build.py, run as a tool the way a compiler driver runs its assembler),
+ * and plan.json tying them together. */
+#define _POSIX_C_SOURCE 200809L
+#include <errno.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+
+#include "rowfuse/compile.h"
+#include "rowfuse/tensor.h"
+
+extern char **environ;
+
+static rf_status_t rf_mkdir_p(const char *path) {
+    char buf[4096];
+    size_t n = strlen(path);
+    if (n == 0 || n >= sizeof buf)
+        return RF_ERR(RF_CODE_INVALID_ARGUMENT, "bad output directory '%s'", path);
+    memcpy(buf, path, n + 1);
+    for (size_t i = 1; i <= n; i++) {
+        if (buf[i] != '/' && buf[i] != '\0')
+            continue;
+        char saved = buf[i];
+        buf[i] = '\0';
+        if (mkdir(buf, 0777) != 0 && errno != EEXIST)
+            return RF_ERR(RF_CODE_IO_ERROR, "cannot create directory '%s': %s", buf,
+                          strerror(errno));
+        buf[i] = saved;
+    }
+    return RF_OK;
+}
+
+/* Writes constant `value` as a [rows, cols] tensor of dtype, transposing if asked. */
+static rf_status_t rf_write_weight(const rf_graph_t *g, int value, int transpose,
+                                   rf_dtype_t dtype, const char *path) {
+    const rf_value_t *v = rf_graph_value(g, value);
+    rf_allocator_t a = rf_allocator_system();
+    rf_shape_t shape = v->shape;
+    if (transpose) {
+        shape.dims[0] = v->shape.dims[1];
+        shape.dims[1] = v->shape.dims[0];
+    }
+    rf_tensor_t t;
+    RF_RETURN_IF_ERROR(rf_tensor_alloc(a, dtype, &shape, &t), "weight '%s'", v->name);
+    int64_t n;
+    rf_status_t st = rf_shape_numel(&shape, &n);
+    int64_t cols = shape.rank == 2 ? shape.dims[1] : n;
+    for (int64_t i = 0; !st && i < n; i++) {
+        int64_t src = i;
+        if (transpose) /* out[r, c] = in[c, r]; in has shape [cols, rows] */
+            src = (i % cols) * shape.dims[0] + i / cols;
+        double x = rf_value_get_f64(v, src);
+        if (dtype == RF_DTYPE_F16) {
+            uint16_t hbits = rf_f32_to_f16((float)x);
+            memcpy((char *)t.data + 2 * i, &hbits, 2);
+        } else {
+            float f = (float)x;
+            memcpy((char *)t.data + 4 * i, &f, 4);
+        }
+    }
+    if (!st)
+        st = rf_npy_write(path, &t);
+    rf_tensor_free(a, &t);
+    return st;
+}
+
+static void rf_json_string(FILE *f, const char *s) {
+    fputc('"', f);
+    for (; *s; s++) {
+        unsigned char ch = (unsigned char)*s;
+        if (ch == '"' || ch == '\\')
+            fprintf(f, "\\%c", ch);
+        else if (ch < 0x20)
+            fprintf(f, "\\u%04x", ch);
+        else
+            fputc(ch, f);
+    }
+    fputc('"', f);
+}
+
+static rf_status_t rf_run_tool(char *const argv[]) {
+    pid_t pid;
+    int rc = posix_spawnp(&pid, argv[0], NULL, NULL, argv, environ);
+    if (rc != 0)
+        return RF_ERR(RF_CODE_NOT_FOUND, "cannot start '%s': %s", argv[0], strerror(rc));
+    int wstatus;
+    if (waitpid(pid, &wstatus, 0) < 0)
+        return RF_ERR(RF_CODE_INTERNAL, "waiting for '%s': %s", argv[0], strerror(errno));
+    if (!WIFEXITED(wstatus) || WEXITSTATUS(wstatus) != 0)
+        return RF_ERR(RF_CODE_INTERNAL, "kernel generator '%s %s' failed (exit status %d)",
+                      argv[0], argv[1], WIFEXITED(wstatus) ? WEXITSTATUS(wstatus) : -1);
+    return RF_OK;
+}
+
+rf_status_t rf_compile_package(const rf_graph_t *g, const rf_mlp_block_t *b,
+                               const rf_compile_options_t *o) {
+    static const char *const schedules[] = {"persistent-smem", "persistent-gmem",
+                                            "conventional"};
+    int known = 0;
+    for (size_t i = 0; i < sizeof schedules / sizeof schedules[0]; i++)
+        known |= !strcmp(o->schedule, schedules[i]);
+    if (!known)
+        return RF_ERR(RF_CODE_INVALID_ARGUMENT,
+                      "unknown schedule '%s' (persistent-smem, persistent-gmem, conventional)",
+                      o->schedule);
+    if (o->tile_rows != 16 && o->tile_rows != 32 && o->tile_rows != 64)
+        return RF_ERR(RF_CODE_INVALID_ARGUMENT, "--tile-rows must be 16, 32 or 64, not %d",
+                      o->tile_rows);
+    if (o->rows < 1 || o->rows > RF_MAX_DIM)
+        return RF_ERR(RF_CODE_INVALID_ARGUMENT, "--rows %lld outside 1..%lld",
+                      (long long)o->rows, (long long)RF_MAX_DIM);
+
+    char path[4096];
+    snprintf(path, sizeof path, "%s/weights", o->out_dir);
+    RF_RETURN_IF_ERROR_PLAIN(rf_mkdir_p(path));
+    struct {
+        const char *name;
+        int value, trans;
+        rf_dtype_t dtype;
+    } w[4] = {{"w1", b->w1, b->w1_trans, RF_DTYPE_F16},
+              {"b1", b->b1, 0, RF_DTYPE_F32},
+              {"w2", b->w2, b->w2_trans, RF_DTYPE_F16},
+              {"b2", b->b2, 0, RF_DTYPE_F32}};
+    for (int i = 0; i < 4; i++) {
+        snprintf(path, sizeof path, "%s/weights/%s.npy", o->out_dir, w[i].name);
+        RF_RETURN_IF_ERROR(rf_write_weight(g, w[i].value, w[i].trans, w[i].dtype, path),
+                           "writing %s", path);
+    }
+
+    char build_py[4096], cs[32], hs[32], rs[32], ts[32];
+    snprintf(build_py, sizeof build_py, "%s/build.py", o->kernels_dir);
+    snprintf(cs, sizeof cs, "%lld", (long long)b->channels);
+    snprintf(hs, sizeof hs, "%lld", (long long)b->hidden);
+    snprintf(rs, sizeof rs, "%lld", (long long)o->rows);
+    snprintf(ts, sizeof ts, "%d", o->tile_rows);
+    char *argv[] = {(char *)o->python, build_py,   "--channels", cs, "--hidden",
+                    hs,                "--rows",   rs,           "--tile-rows",
+                    ts,                "--arch",   (char *)o->arch,
+                    "--out",           (char *)o->out_dir,       NULL};
+    RF_RETURN_IF_ERROR(rf_run_tool(argv), "generating kernels for C=%s H=%s", cs, hs);
+
+    snprintf(path, sizeof path, "%s/plan.json", o->out_dir);
+    FILE *f = fopen(path, "w");
+    if (!f)
+        return RF_ERR(RF_CODE_IO_ERROR, "cannot open '%s' for writing", path);
+    fprintf(f, "{\n  \"format\": \"rowfuse-package\",\n  \"version\": 1,\n  \"model\": ");
+    rf_json_string(f, o->model_path ? o->model_path : "");
+    fprintf(f, ",\n  \"block\": \"residual-mlp\",\n");
+    fprintf(f, "  \"rows\": %lld,\n  \"channels\": %lld,\n  \"hidden\": %lld,\n",
+            (long long)o->rows, (long long)b->channels, (long long)b->hidden);
+    fprintf(f, "  \"schedule\": ");
+    rf_json_string(f, o->schedule);
+    fprintf(f, ",\n  \"schedules\": [\"persistent-smem\", \"persistent-gmem\", "
+               "\"conventional\", \"cublaslt\"],\n");
+    fprintf(f, "  \"tile_rows\": %d,\n  \"arch\": ", o->tile_rows);
+    rf_json_string(f, o->arch);
+    fprintf(f, ",\n  \"precision\": {\"x\": \"f16\", \"weights\": \"f16\", \"hidden\": \"f16\", "
+               "\"accumulate\": \"f32\", \"bias\": \"f32\", \"y\": \"f32\"},\n");
+    fprintf(f, "  \"weights\": {\"w1\": \"weights/w1.npy\", \"b1\": \"weights/b1.npy\", "
+               "\"w2\": \"weights/w2.npy\", \"b2\": \"weights/b2.npy\"},\n");
+    fprintf(f, "  \"kernels\": \"kernels.json\"\n}\n");
+    if (fclose(f) != 0)
+        return RF_ERR(RF_CODE_IO_ERROR, "error writing '%s'", path);
+    return RF_OK;
+}
