@@ -1,0 +1,595 @@
+"""One-process comparison of every variant of the residual MLP block (BENCHMARKING.md).
+
+    python -m rowfuse.bench --shapes 49x48x96,64x64x128 --packages pkgs/ -o run.json
+
+For each shape (rows x channels x hidden), in one process on one GPU, with fresh random
+inputs (seed recorded) resident on the device, every variant is captured once in a CUDA
+Graph and checked before timing: the output is poisoned with NaN, the graph replayed, and
+every element must be finite and within tolerance (rel. L2) of the CPU fp64 reference.
+Then, interleaving the variants, 5 rounds x 200 observations of (a) the CUDA-event
+interval around a replay and (b) host completion (host clock from just before the launch
+call to the return of the synchronize); (c) the GPU span of one replay from CUPTI activity
+records (torch.profiler); (d) back-to-back: N replays between two events, over N. Each
+variant is also timed launched eagerly (no graph). Writes JSON (schema rowfuse-bench/1),
+and prints the markdown table of rowfuse.report at the end.
+
+Variants: empty (floor), conventional, persistent-smem, persistent-gmem, cuBLASLt (C),
+the last four through the C runtime (rowfuse.torch) from a compiled package per
+(channels, hidden) found under --packages; PyTorch eager; torch.compile
+(max-autotune-no-cudagraphs); a hand-written Triton fused kernel. A variant that cannot
+run here (no package, no runtime library) is recorded with the reason, never dropped
+silently.
+
+The statistics helpers (quantile, summarize, rel_l2) need no GPU and no torch.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import math
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+SCHEMA = "rowfuse-bench/1"
+DEV_SHAPES = "49x48x96,64x64x128,1000x96x200,4096x128x512,131072x32x64,8192x512x2048"
+
+# (name, label, how it is launched)
+VARIANTS = [
+    ("empty", "empty kernel (floor)", "triton"),
+    ("conventional", "conventional CuTe + graph", "rowfuse"),
+    ("persistent-smem", "persistent-smem + graph", "rowfuse"),
+    ("persistent-gmem", "persistent-gmem + graph", "rowfuse"),
+    ("cublaslt", "cuBLASLt (C) + graph", "rowfuse"),
+    ("torch-eager", "PyTorch eager + graph", "torch"),
+    ("torch-compile", "torch.compile + graph", "torch"),
+    ("triton-fused", "Triton fused + graph", "triton"),
+]
+VARIANT_NAMES = [v[0] for v in VARIANTS]
+
+
+# ---------------------------------------------------------------- statistics (no GPU)
+
+
+def quantile(sorted_values, q: float) -> float:
+    """Quantile q in [0, 1] of an ascending sequence, linear between closest ranks
+    (numpy's default, 'type 7'): position q*(n-1). Same definition as src/bench/stats.c."""
+    n = len(sorted_values)
+    if n == 0:
+        raise ValueError("quantile of an empty sequence")
+    if not 0.0 <= q <= 1.0:
+        raise ValueError(f"quantile q must be in [0, 1], got {q}")
+    pos = q * (n - 1)
+    lo = int(math.floor(pos))
+    hi = min(lo + 1, n - 1)
+    frac = pos - lo
+    return sorted_values[lo] + (sorted_values[hi] - sorted_values[lo]) * frac
+
+
+def summarize(values) -> dict:
+    """{count, median, p10, p90, mean, min, max} of a non-empty sequence of numbers."""
+    vals = sorted(float(v) for v in values)
+    if not vals:
+        raise ValueError("summarize: no observations")
+    if any(not math.isfinite(v) for v in vals):
+        raise ValueError("summarize: non-finite observation")
+    return {
+        "count": len(vals),
+        "median": quantile(vals, 0.5),
+        "p10": quantile(vals, 0.1),
+        "p90": quantile(vals, 0.9),
+        "mean": math.fsum(vals) / len(vals),
+        "min": vals[0],
+        "max": vals[-1],
+    }
+
+
+def rel_l2(out, ref) -> float:
+    """||out - ref||_2 / ||ref||_2 over flat sequences of floats (inf if ref is zero)."""
+    num = math.fsum((float(a) - float(b)) ** 2 for a, b in zip(out, ref, strict=True))
+    den = math.fsum(float(b) ** 2 for b in ref)
+    return math.sqrt(num / den) if den > 0 else math.inf
+
+
+def parse_shapes(text: str) -> list[tuple[int, int, int]]:
+    """'49x48x96,64x64x128' -> [(49, 48, 96), (64, 64, 128)]."""
+    shapes = []
+    for item in text.split(","):
+        parts = item.strip().lower().split("x")
+        if len(parts) != 3 or not all(p.isdigit() and int(p) > 0 for p in parts):
+            raise ValueError(f"shape '{item}' is not ROWSxCHANNELSxHIDDEN with positive integers")
+        shapes.append((int(parts[0]), int(parts[1]), int(parts[2])))
+    return shapes
+
+
+# ---------------------------------------------------------------- environment
+
+
+def git_revision() -> str:
+    rev = os.environ.get("ROWFUSE_GIT_REV")
+    if rev:
+        return rev
+    try:
+        out = subprocess.run(
+            ["git", "rev-parse", "HEAD"], capture_output=True, text=True, timeout=10, check=True
+        )
+        return out.stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+
+
+def gpu_clocks() -> dict:
+    """Clocks and driver as nvidia-smi reports them now (empty dict if it cannot)."""
+    fields = "name,driver_version,clocks.sm,clocks.mem,clocks.max.sm,clocks.max.mem,power.draw"
+    try:
+        out = subprocess.run(
+            ["nvidia-smi", f"--query-gpu={fields}", "--format=csv,noheader,nounits"],
+            capture_output=True,
+            text=True,
+            timeout=20,
+            check=True,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return {}
+    vals = [v.strip() for v in out.stdout.splitlines()[0].split(",")]
+    keys = ["name", "driver", "sm_mhz", "mem_mhz", "max_sm_mhz", "max_mem_mhz", "power_w"]
+    return dict(zip(keys, vals, strict=False))
+
+
+def progress(msg: str) -> None:
+    print(f"[bench {time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
+
+
+# ---------------------------------------------------------------- inputs and reference
+
+
+def make_inputs(rows: int, channels: int, hidden: int, seed: int):
+    """Random CPU tensors (never zeros): x, w1, b1, w2, b2 in the block's dtypes."""
+    import torch
+
+    g = torch.Generator().manual_seed(seed)
+    x = torch.randn(rows, channels, generator=g).half()
+    w1 = (torch.randn(channels, hidden, generator=g) / math.sqrt(channels)).half()
+    b1 = torch.randn(hidden, generator=g) * 0.1
+    w2 = (torch.randn(hidden, channels, generator=g) / math.sqrt(hidden)).half()
+    b2 = torch.randn(channels, generator=g) * 0.1
+    return x, w1, b1, w2, b2
+
+
+def reference(x, w1, b1, w2, b2):
+    """CPU fp64 reference of the block on the (fp16-valued) inputs."""
+    import torch
+
+    xd = x.double()
+    h = torch.relu(xd @ w1.double() + b1.double())
+    return torch.relu(h @ w2.double() + b2.double() + xd)
+
+
+# ---------------------------------------------------------------- variants
+
+
+class Variant:
+    """One way of computing the block: `launch()` enqueues it on torch's current stream
+    and writes `y` (None for the empty floor)."""
+
+    def __init__(self, name, label, launch, y, note=""):
+        self.name, self.label, self.launch, self.y, self.note = name, label, launch, y, note
+        self.graph = None
+        self.result = {"name": name, "label": label, "note": note}
+
+
+def torch_eager_block(x, w1, b1, w2, b2, y):
+    """The block as a PyTorch user writes it in mixed precision (cuBLAS GEMMs)."""
+    import torch
+
+    h = torch.relu(torch.mm(x, w1).float() + b1).half()
+    t = torch.mm(h, w2).float() + b2 + x.float()
+    torch.relu(t, out=y)
+
+
+def _compiled_block(x, w1, b1, w2, b2, y):
+    import torch
+
+    h = torch.relu(torch.mm(x, w1).float() + b1).half()
+    y.copy_(torch.relu(torch.mm(h, w2).float() + b2 + x.float()))
+
+
+def find_package(packages_dir: str | None, channels: int, hidden: int) -> str | None:
+    """<packages_dir>/c<C>_h<H> if it holds a plan.json."""
+    if not packages_dir:
+        return None
+    path = os.path.join(packages_dir, f"c{channels}_h{hidden}")
+    return path if os.path.isfile(os.path.join(path, "plan.json")) else None
+
+
+def build_variants(args, shape, dev, cpu_inputs):
+    import torch
+
+    from rowfuse import triton_fused
+
+    rows, channels, hidden = shape
+    x, w1, b1, w2, b2 = (t.to(dev) for t in cpu_inputs)
+    out = []
+
+    def ybuf():
+        return torch.empty(rows, channels, dtype=torch.float32, device=dev)
+
+    out.append(Variant("empty", VARIANTS[0][1], triton_fused.empty, None))
+
+    pkg = find_package(args.packages, channels, hidden)
+    rowfuse_err = None
+    blocks = {}
+    if pkg is None:
+        rowfuse_err = f"no compiled package c{channels}_h{hidden} under {args.packages!r}"
+    else:
+        try:
+            from rowfuse import torch as rf_torch
+
+            for name in ("conventional", "persistent-smem", "persistent-gmem", "cublaslt"):
+                try:
+                    blocks[name] = rf_torch.block_from_tensors(
+                        w1, b1, w2, b2, rows=rows, schedule=name, package=pkg
+                    )
+                except Exception as e:  # recorded per variant, the others still run
+                    blocks[name] = str(e)
+        except Exception as e:
+            rowfuse_err = f"rowfuse runtime unavailable: {e}"
+    for name, label, _kind in VARIANTS[1:5]:
+        blk = blocks.get(name, rowfuse_err)
+        if isinstance(blk, str) or blk is None:
+            v = Variant(name, label, None, None, note=str(blk))
+        else:
+            y = ybuf()
+            v = Variant(name, label, (lambda b=blk, y=y: b(x, out=y)), y)
+            v.result["kernels_expected"] = getattr(blk, "kernel_count", None)
+        out.append(v)
+
+    y = ybuf()
+    out.append(
+        Variant(
+            "torch-eager", VARIANTS[5][1], lambda y=y: torch_eager_block(x, w1, b1, w2, b2, y), y
+        )
+    )
+
+    y = ybuf()
+    t0 = time.perf_counter()
+    try:
+        compiled = torch.compile(_compiled_block, mode=args.compile_mode, dynamic=False)
+        compiled(x, w1, b1, w2, b2, y)
+        torch.cuda.synchronize()
+        v = Variant(
+            "torch-compile",
+            VARIANTS[6][1],
+            lambda y=y: compiled(x, w1, b1, w2, b2, y),
+            y,
+            note=f"mode {args.compile_mode}",
+        )
+    except Exception as e:
+        v = Variant("torch-compile", VARIANTS[6][1], None, None, note=f"compile failed: {e}")
+    v.result["compile_s"] = round(time.perf_counter() - t0, 2)
+    out.append(v)
+
+    y = ybuf()
+    out.append(
+        Variant(
+            "triton-fused",
+            VARIANTS[7][1],
+            lambda y=y: triton_fused.mlp_fused(x, w1, b1, w2, b2, y),
+            y,
+        )
+    )
+    return out
+
+
+# ---------------------------------------------------------------- capture, check, time
+
+
+def capture(v, warmup: int = 3) -> None:
+    import torch
+
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        for _ in range(warmup):
+            v.launch()
+    torch.cuda.current_stream().wait_stream(side)
+    torch.cuda.synchronize()
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        v.launch()
+    torch.cuda.synchronize()
+    v.graph = g
+
+
+def check(v, ref, tol: float) -> None:
+    """Poison y with NaN, replay the graph, compare with the fp64 reference."""
+    import torch
+
+    if v.y is None:
+        v.result["check"] = {"passed": True, "note": "no output (floor)"}
+        return
+    v.y.fill_(float("nan"))
+    v.graph.replay()
+    torch.cuda.synchronize()
+    out = v.y.double().cpu()
+    finite = bool(torch.isfinite(out).all())
+    err = float((out - ref).norm() / ref.norm()) if finite else math.inf
+    passed = finite and err <= tol
+    v.result["check"] = {
+        "passed": passed,
+        "finite": finite,
+        "rel_l2": err if finite else None,
+        "max_abs": float((out - ref).abs().max()) if finite else None,
+        "tol": tol,
+    }
+    if not passed:
+        v.result["error"] = (
+            "graph replay left non-finite outputs (poisoned NaN survived: captured nothing?)"
+            if not finite
+            else f"rel. L2 error {err:.3g} exceeds tolerance {tol:g}"
+        )
+
+
+def time_interleaved(variants, rounds: int, obs: int, eager: bool) -> None:
+    """rounds x obs observations per variant, variants interleaved; the order rotates each
+    round so that no variant always follows the same one."""
+    import torch
+
+    stream = torch.cuda.current_stream()
+    key = "eager" if eager else "graph"
+    ev = {v.name: [] for v in variants}
+    host = {v.name: [] for v in variants}
+    e0 = torch.cuda.Event(enable_timing=True)
+    e1 = torch.cuda.Event(enable_timing=True)
+    for r in range(rounds):
+        order = variants[r % len(variants) :] + variants[: r % len(variants)]
+        for _ in range(obs):
+            for v in order:
+                fn = v.launch if eager else v.graph.replay
+                t0 = time.perf_counter_ns()
+                e0.record(stream)
+                fn()
+                e1.record(stream)
+                e1.synchronize()
+                t1 = time.perf_counter_ns()
+                ev[v.name].append(e0.elapsed_time(e1) * 1000.0)
+                host[v.name].append((t1 - t0) / 1000.0)
+    for v in variants:
+        v.result.setdefault(key, {})
+        v.result[key]["event_us"] = summarize(ev[v.name])
+        v.result[key]["host_us"] = summarize(host[v.name])
+
+
+def time_back_to_back(v, replays: int, samples: int) -> None:
+    import torch
+
+    stream = torch.cuda.current_stream()
+    e0 = torch.cuda.Event(enable_timing=True)
+    e1 = torch.cuda.Event(enable_timing=True)
+    per = []
+    for _ in range(samples):
+        e0.record(stream)
+        for _ in range(replays):
+            v.graph.replay()
+        e1.record(stream)
+        e1.synchronize()
+        per.append(e0.elapsed_time(e1) * 1000.0 / replays)
+    v.result["graph"]["b2b_us"] = summarize(per)
+    v.result["graph"]["b2b_replays"] = replays
+
+
+def gpu_spans(v, replays: int) -> None:
+    """GPU span of one replay: first kernel start to last kernel end, from the CUPTI
+    activity records that torch.profiler collects; one synchronized replay at a time."""
+    import torch
+    from torch.profiler import ProfilerActivity, profile
+
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        for _ in range(replays):
+            v.graph.replay()
+            torch.cuda.synchronize()
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "trace.json")
+        prof.export_chrome_trace(path)
+        with open(path) as f:
+            trace = json.load(f)
+    kernels = sorted(
+        (float(e["ts"]), float(e["ts"]) + float(e.get("dur", 0.0)), e.get("name", ""))
+        for e in trace.get("traceEvents", [])
+        if e.get("cat") == "kernel" and e.get("ph") == "X"
+    )
+    if not kernels or len(kernels) % replays:
+        v.result["graph"]["span_us"] = None
+        v.result.setdefault(
+            "error",
+            f"CUPTI saw {len(kernels)} kernel records for {replays} replays (not a multiple)",
+        )
+        return
+    n = len(kernels) // replays
+    spans = []
+    for i in range(replays):
+        chunk = kernels[i * n : (i + 1) * n]
+        spans.append(max(k[1] for k in chunk) - min(k[0] for k in chunk))
+    v.result["kernels"] = n
+    v.result["kernel_names"] = sorted({k[2][:80] for k in kernels[:n]})
+    v.result["graph"]["span_us"] = summarize(spans)
+
+
+def init_profiler_for_graphs() -> None:
+    """CUPTI must be initialised before any graph is captured, or graph kernels go
+    unrecorded; torch ships a helper for exactly this."""
+    try:
+        from torch.profiler import _utils
+
+        _utils._init_for_cuda_graphs()
+    except (ImportError, AttributeError):
+        import torch
+        from torch.profiler import ProfilerActivity, profile
+
+        with profile(activities=[ProfilerActivity.CUDA]):
+            torch.cuda.synchronize()
+
+
+def bench_shape(args, shape, seed: int) -> dict:
+    import torch
+
+    rows, channels, hidden = shape
+    tag = f"{rows}x{channels}x{hidden}"
+    cpu_inputs = make_inputs(rows, channels, hidden, seed)
+    ref = reference(*cpu_inputs)
+    progress(f"{tag}: building variants (seed {seed})")
+    variants = build_variants(args, shape, "cuda", cpu_inputs)
+    ready = []
+    for v in variants:
+        if v.launch is None:
+            v.result["error"] = v.note or "not available"
+            progress(f"{tag}: {v.name}: skipped: {v.result['error']}")
+            continue
+        try:
+            capture(v)
+            check(v, ref, args.tol)
+        except Exception as e:
+            v.result["error"] = f"capture/check failed: {e}"
+        if "error" in v.result:
+            progress(f"{tag}: {v.name}: FAILED check: {v.result['error']}")
+            continue
+        c = v.result["check"]
+        progress(f"{tag}: {v.name}: check ok (rel. L2 {c.get('rel_l2', 0) or 0:.2e})")
+        ready.append(v)
+    if ready:
+        progress(f"{tag}: timing graphs, {args.rounds} rounds x {args.obs} obs x {len(ready)}")
+        time_interleaved(ready, args.rounds, args.obs, eager=False)
+        progress(f"{tag}: timing eager launches")
+        time_interleaved(ready, args.rounds, args.obs, eager=True)
+        for v in ready:
+            time_back_to_back(v, args.b2b_replays, args.b2b_samples)
+            gpu_spans(v, args.span_replays)
+            g = v.result["graph"]
+            span = g["span_us"]["median"] if g.get("span_us") else float("nan")
+            progress(
+                f"{tag}: {v.name}: span {span:.2f} us, event {g['event_us']['median']:.2f} us,"
+                f" host {g['host_us']['median']:.2f} us, b2b {g['b2b_us']['median']:.2f} us"
+            )
+    results = [v.result for v in variants]
+    del variants, ready
+    torch.cuda.synchronize()
+    return {
+        "shape": {"rows": rows, "channels": channels, "hidden": hidden},
+        "seed": seed,
+        "variants": results,
+    }
+
+
+def run(args) -> dict:
+    import torch
+
+    if not torch.cuda.is_available():
+        raise SystemExit("rowfuse.bench: no CUDA device visible to torch")
+    shapes = parse_shapes(args.shapes)
+    seed = args.seed if args.seed is not None else int.from_bytes(os.urandom(4), "little")
+    props = torch.cuda.get_device_properties(0)
+    doc = {
+        "schema": SCHEMA,
+        "tool": "python",
+        "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+        "git_revision": git_revision(),
+        "seed": seed,
+        "gpu": {
+            "name": props.name,
+            "sm_count": props.multi_processor_count,
+            "torch": torch.__version__,
+            "cuda": torch.version.cuda,
+            "triton": _version("triton"),
+            "clocks_before": gpu_clocks(),
+        },
+        "method": {
+            "rounds": args.rounds,
+            "observations": args.obs,
+            "b2b_replays": args.b2b_replays,
+            "b2b_samples": args.b2b_samples,
+            "span_replays": args.span_replays,
+            "tolerance_rel_l2": args.tol,
+            "compile_mode": args.compile_mode,
+            "event": "CUDA events around one launch, one synchronize per observation",
+            "host": "perf_counter from before the first launch call to after the synchronize",
+            "span": "CUPTI kernel records via torch.profiler: first start to last end",
+        },
+        "runs": [],
+    }
+    init_profiler_for_graphs()
+    for i, shape in enumerate(shapes):
+        t0 = time.perf_counter()
+        doc["runs"].append(bench_shape(args, shape, seed + i))
+        progress(f"shape {i + 1}/{len(shapes)} done in {time.perf_counter() - t0:.1f} s")
+        if args.output:
+            _write(doc, args.output)  # keep what is done if a later shape dies
+    doc["gpu"]["clocks_after"] = gpu_clocks()
+    doc["gpu"]["driver"] = doc["gpu"]["clocks_after"].get("driver", "unknown")
+    if args.output:
+        _write(doc, args.output)
+    return doc
+
+
+def _version(mod: str) -> str:
+    try:
+        return __import__(mod).__version__
+    except Exception:
+        return "unavailable"
+
+
+def _write(doc: dict, path: str) -> None:
+    tmp = path + ".tmp"
+    with open(tmp, "w") as f:
+        json.dump(doc, f, indent=1)
+    os.replace(tmp, path)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m rowfuse.bench", description=__doc__.split("\n")[0])
+    p.add_argument("--rows", type=int, help="rows N (with --channels and --hidden)")
+    p.add_argument("--channels", type=int)
+    p.add_argument("--hidden", type=int)
+    p.add_argument("--shapes", help=f"ROWSxCHANNELSxHIDDEN list, e.g. {DEV_SHAPES}")
+    p.add_argument("--packages", help="folder of compiled packages c<C>_h<H>/ (plan.json)")
+    p.add_argument("--seed", type=int, help="base seed (default: fresh random, recorded)")
+    p.add_argument("--rounds", type=int, default=5)
+    p.add_argument("--obs", type=int, default=200, help="observations per round")
+    p.add_argument("--b2b-replays", type=int, default=50)
+    p.add_argument("--b2b-samples", type=int, default=20)
+    p.add_argument("--span-replays", type=int, default=20)
+    p.add_argument("--tol", type=float, default=1e-2, help="rel. L2 tolerance of the check")
+    p.add_argument("--compile-mode", default="max-autotune-no-cudagraphs")
+    p.add_argument("-o", "--output", help="JSON output path")
+    p.add_argument("--markdown", help="also write the markdown table here")
+    return p
+
+
+def main(argv=None) -> int:
+    args = build_parser().parse_args(argv)
+    if args.shapes is None:
+        if None in (args.rows, args.channels, args.hidden):
+            raise SystemExit("rowfuse.bench: give --rows, --channels and --hidden, or --shapes")
+        args.shapes = f"{args.rows}x{args.channels}x{args.hidden}"
+    try:
+        parse_shapes(args.shapes)
+    except ValueError as e:
+        raise SystemExit(f"rowfuse.bench: {e}") from e
+    if args.rounds < 1 or args.obs < 1 or args.span_replays < 1 or args.b2b_replays < 1:
+        raise SystemExit("rowfuse.bench: rounds, obs, span and b2b replays must be >= 1")
+    doc = run(args)
+    from rowfuse import report
+
+    md = report.render_markdown([doc])
+    if args.markdown:
+        with open(args.markdown, "w") as f:
+            f.write(md)
+    print(md)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,278 @@
+"""Merge benchmark runs into a report: JSON, markdown tables and a plot.
+
+    python -m rowfuse.report run1.json run2.json -o report/
+
+Reads JSON written by `python -m rowfuse.bench` or `rowfuse bench --c` (schema
+rowfuse-bench/1), validates it, and writes under the output folder:
+  report.json  every run merged (git revision, GPU, driver, clocks, seed, shapes, summaries)
+  report.md    one table per run and shape (medians with p10/p90), then a span summary
+  report.png / report.svg  GPU span and event interval per variant across shapes
+Needs no GPU and no torch; matplotlib only for the plot.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import sys
+
+SCHEMA = "rowfuse-bench/1"
+REPORT_SCHEMA = "rowfuse-report/1"
+ORDER = [
+    "empty",
+    "conventional",
+    "persistent-smem",
+    "persistent-gmem",
+    "cublaslt",
+    "torch-eager",
+    "torch-compile",
+    "triton-fused",
+]
+_SUMMARY_KEYS = ("count", "median", "p10", "p90")
+
+
+class ReportError(ValueError):
+    """A run file that does not follow the schema; the message says where."""
+
+
+def _need(obj, key, where):
+    if not isinstance(obj, dict) or key not in obj:
+        raise ReportError(f"{where}: missing '{key}'")
+    return obj[key]
+
+
+def _check_summary(s, where):
+    if s is None:
+        return
+    for k in _SUMMARY_KEYS:
+        v = _need(s, k, where)
+        if not isinstance(v, (int, float)) or not math.isfinite(v):
+            raise ReportError(f"{where}.{k}: expected a finite number, got {v!r}")
+    if not s["p10"] <= s["median"] <= s["p90"]:
+        raise ReportError(f"{where}: quantiles out of order (p10 <= median <= p90 broken)")
+
+
+def validate(doc: dict, where: str = "run") -> dict:
+    """Raises ReportError naming the first field that breaks the schema; returns doc."""
+    if _need(doc, "schema", where) != SCHEMA:
+        raise ReportError(f"{where}: schema is {doc['schema']!r}, expected {SCHEMA!r}")
+    for key in ("tool", "date", "git_revision", "seed", "gpu", "method"):
+        _need(doc, key, where)
+    _need(doc["gpu"], "name", f"{where}.gpu")
+    runs = _need(doc, "runs", where)
+    if not isinstance(runs, list):
+        raise ReportError(f"{where}.runs: expected a list")
+    for i, run in enumerate(runs):
+        w = f"{where}.runs[{i}]"
+        shape = _need(run, "shape", w)
+        for k in ("rows", "channels", "hidden"):
+            if not isinstance(_need(shape, k, f"{w}.shape"), int) or shape[k] < 1:
+                raise ReportError(f"{w}.shape.{k}: expected a positive integer")
+        for j, v in enumerate(_need(run, "variants", w)):
+            wv = f"{w}.variants[{j}]"
+            _need(v, "name", wv)
+            if "error" in v:
+                continue
+            for mode in ("graph", "eager"):
+                m = _need(v, mode, wv)
+                for key in ("event_us", "host_us"):
+                    _check_summary(_need(m, key, f"{wv}.{mode}"), f"{wv}.{mode}.{key}")
+            _check_summary(v["graph"].get("b2b_us"), f"{wv}.graph.b2b_us")
+            _check_summary(v["graph"].get("span_us"), f"{wv}.graph.span_us")
+    return doc
+
+
+def load(paths) -> list[dict]:
+    docs = []
+    for p in paths:
+        try:
+            with open(p) as f:
+                doc = json.load(f)
+        except (OSError, json.JSONDecodeError) as e:
+            raise ReportError(f"{p}: cannot read JSON: {e}") from e
+        docs.append(validate(doc, p))
+    return docs
+
+
+def shape_tag(shape: dict) -> str:
+    return f"{shape['rows']}x{shape['channels']}x{shape['hidden']}"
+
+
+def _fmt(s, digits: int = 2) -> str:
+    if not s:
+        return "-"
+    return f"{s['median']:.{digits}f} us [{s['p10']:.{digits}f}, {s['p90']:.{digits}f}]"
+
+
+def _sorted_variants(variants):
+    rank = {n: i for i, n in enumerate(ORDER)}
+    return sorted(variants, key=lambda v: rank.get(v["name"], len(ORDER)))
+
+
+def render_markdown(docs) -> str:
+    lines = ["# rowfuse benchmark report", ""]
+    lines.append(
+        "Medians with [p10, p90]. Event interval and host completion per graph replay "
+        "(or eager launch), one synchronize per observation; GPU span of one replay from "
+        "CUPTI (first kernel start to last kernel end); back-to-back = N replays between "
+        "two events / N. Check: rel. L2 error vs the CPU fp64 reference after a poisoned "
+        "replay."
+    )
+    lines.append("")
+    for doc in docs:
+        gpu = doc["gpu"]
+        m = doc["method"]
+        head = (
+            f"{doc['tool']} host, {gpu.get('name', '?')}, driver {gpu.get('driver', '?')}, "
+            f"git {str(doc['git_revision'])[:12]}, {doc['date']}, seed {doc['seed']}, "
+            f"{m.get('rounds', '?')} rounds x {m.get('observations', '?')} observations"
+        )
+        for run in doc["runs"]:
+            lines.append(f"## {shape_tag(run['shape'])} (rows x channels x hidden)")
+            lines.append("")
+            lines.append(head)
+            lines.append("")
+            lines.append(
+                "| variant | kernels | GPU span | event interval | host completion "
+                "| back-to-back | eager event | eager host | rel. L2 |"
+            )
+            lines.append("|---|---|---|---|---|---|---|---|---|")
+            notes = []
+            for v in _sorted_variants(run["variants"]):
+                label = v.get("label", v["name"])
+                if "error" in v:
+                    lines.append(f"| {label} | - | - | - | - | - | - | - | - |")
+                    notes.append(f"- {label}: {v['error']}")
+                    continue
+                g, e = v["graph"], v["eager"]
+                chk = v.get("check", {})
+                err = chk.get("rel_l2")
+                lines.append(
+                    f"| {label} | {v.get('kernels', '-')} | {_fmt(g.get('span_us'))} "
+                    f"| {_fmt(g['event_us'])} | {_fmt(g['host_us'])} | {_fmt(g.get('b2b_us'))} "
+                    f"| {_fmt(e['event_us'])} | {_fmt(e['host_us'])} "
+                    f"| {'-' if err is None else f'{err:.1e}'} |"
+                )
+            lines.append("")
+            if notes:
+                lines.append("Not measured:")
+                lines.extend(notes)
+                lines.append("")
+    lines.extend(render_span_summary(docs))
+    return "\n".join(lines) + "\n"
+
+
+def render_span_summary(docs) -> list[str]:
+    """One row per (tool, shape): median GPU span of every variant, in us."""
+    present = {v["name"] for d in docs for r in d["runs"] for v in r["variants"]}
+    names = [n for n in ORDER if n in present]
+    if not names:
+        return []
+    out = ["## GPU span summary (median us)", ""]
+    out.append("| host | shape | " + " | ".join(names) + " |")
+    out.append("|---|---|" + "---|" * len(names))
+    for doc in docs:
+        for run in doc["runs"]:
+            by = {v["name"]: v for v in run["variants"]}
+            cells = []
+            for n in names:
+                v = by.get(n, {})
+                s = None if "error" in v else v.get("graph", {}).get("span_us")
+                cells.append("-" if not s else f"{s['median']:.2f}")
+            tag = shape_tag(run["shape"])
+            out.append(f"| {doc['tool']} | {tag} | " + " | ".join(cells) + " |")
+    out.append("")
+    return out
+
+
+def series(docs, metric: str):
+    """{(tool, variant): [(shape_tag, summary)]} for metric 'span_us' or 'event_us'."""
+    out = {}
+    for doc in docs:
+        for run in doc["runs"]:
+            for v in run["variants"]:
+                if "error" in v:
+                    continue
+                s = v["graph"].get(metric)
+                if s:
+                    key = (doc["tool"], v["name"])
+                    out.setdefault(key, []).append((shape_tag(run["shape"]), s))
+    return out
+
+
+def plot(docs, out_dir: str) -> list[str]:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    tags = []
+    for doc in docs:
+        for run in doc["runs"]:
+            t = shape_tag(run["shape"])
+            if t not in tags:
+                tags.append(t)
+    fig, axes = plt.subplots(1, 2, figsize=(13, 5), sharex=True)
+    for ax, metric, title in (
+        (axes[0], "span_us", "GPU span of one replay (CUPTI)"),
+        (axes[1], "event_us", "CUDA-event interval per replay"),
+    ):
+        for (tool, name), pts in sorted(series(docs, metric).items()):
+            xs = [tags.index(t) for t, _ in pts]
+            med = [s["median"] for _, s in pts]
+            lo = [s["median"] - s["p10"] for _, s in pts]
+            hi = [s["p90"] - s["median"] for _, s in pts]
+            style = "--" if tool == "c" else "-"
+            label = f"{name} ({tool})"
+            ax.errorbar(xs, med, yerr=[lo, hi], fmt="o" + style, capsize=3, label=label)
+        ax.set_yscale("log")
+        ax.set_title(title)
+        ax.set_ylabel("us (median, p10-p90)")
+        ax.set_xticks(range(len(tags)))
+        ax.set_xticklabels(tags, rotation=30, ha="right")
+        ax.grid(True, which="both", alpha=0.3)
+    axes[1].legend(fontsize=7, loc="upper left")
+    fig.suptitle("rowfuse residual MLP block: rows x channels x hidden")
+    fig.tight_layout()
+    paths = [os.path.join(out_dir, "report.png"), os.path.join(out_dir, "report.svg")]
+    for p in paths:
+        fig.savefig(p, dpi=110)
+    plt.close(fig)
+    return paths
+
+
+def write_report(docs, out_dir: str, with_plot: bool = True) -> list[str]:
+    os.makedirs(out_dir, exist_ok=True)
+    merged = {"schema": REPORT_SCHEMA, "runs": docs}
+    jpath = os.path.join(out_dir, "report.json")
+    with open(jpath, "w") as f:
+        json.dump(merged, f, indent=1)
+    mpath = os.path.join(out_dir, "report.md")
+    with open(mpath, "w") as f:
+        f.write(render_markdown(docs))
+    written = [jpath, mpath]
+    if with_plot:
+        written += plot(docs, out_dir)
+    return written
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(prog="python -m rowfuse.report", description=__doc__.split("\n")[0])
+    p.add_argument("runs", nargs="+", help="JSON files from rowfuse.bench / rowfuse bench --c")
+    p.add_argument("-o", "--output", required=True, help="output folder")
+    p.add_argument("--no-plot", action="store_true", help="skip the matplotlib plot")
+    args = p.parse_args(argv)
+    try:
+        docs = load(args.runs)
+    except ReportError as e:
+        print(f"rowfuse.report: {e}", file=sys.stderr)
+        return 2
+    for path in write_report(docs, args.output, with_plot=not args.no_plot):
+        print(f"wrote {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,85 @@
+"""Statistics of the benchmark harness (rowfuse.bench) against closed-form cases.
+
+No GPU and no torch needed: these are the numbers every reported median/p10/p90 comes
+from, checked against values computed by hand and against numpy's default quantile.
+"""
+
+import math
+import random
+
+import pytest
+from rowfuse import bench
+
+
+def test_quantile_closed_form_1_to_11():
+    # 1..11: position q*(n-1) = 10q lands exactly on a rank for q = 0.1 steps.
+    vals = [float(i) for i in range(1, 12)]
+    assert bench.quantile(vals, 0.5) == 6.0
+    assert bench.quantile(vals, 0.1) == 2.0
+    assert bench.quantile(vals, 0.9) == 10.0
+    assert bench.quantile(vals, 0.0) == 1.0
+    assert bench.quantile(vals, 1.0) == 11.0
+
+
+def test_quantile_interpolates_between_ranks():
+    vals = [10.0, 20.0, 30.0, 40.0]  # n-1 = 3
+    assert bench.quantile(vals, 0.5) == pytest.approx(25.0)  # pos 1.5
+    assert bench.quantile(vals, 0.1) == pytest.approx(13.0)  # pos 0.3
+    assert bench.quantile(vals, 0.9) == pytest.approx(37.0)  # pos 2.7
+
+
+def test_summary_of_uniform_ramp_matches_closed_form():
+    # 0, 1, ..., 999 shuffled: median 499.5, p10 = 0.1*999 = 99.9, p90 = 899.1.
+    vals = list(range(1000))
+    random.Random(7).shuffle(vals)
+    s = bench.summarize(vals)
+    assert s["count"] == 1000
+    assert s["median"] == pytest.approx(499.5)
+    assert s["p10"] == pytest.approx(99.9)
+    assert s["p90"] == pytest.approx(899.1)
+    assert s["mean"] == pytest.approx(499.5)
+    assert (s["min"], s["max"]) == (0.0, 999.0)
+
+
+def test_summary_single_and_constant():
+    assert bench.summarize([3.5])["p90"] == 3.5
+    s = bench.summarize([2.0] * 17)
+    assert s["p10"] == s["median"] == s["p90"] == 2.0
+
+
+def test_summary_matches_numpy_on_random_data():
+    np = pytest.importorskip("numpy")
+    rng = random.Random(12345)
+    for n in (2, 3, 10, 999, 1000):
+        vals = [rng.lognormvariate(1.0, 0.5) for _ in range(n)]
+        s = bench.summarize(vals)
+        for q, key in ((0.1, "p10"), (0.5, "median"), (0.9, "p90")):
+            assert s[key] == pytest.approx(float(np.quantile(vals, q)), rel=1e-12)
+
+
+def test_summary_rejects_empty_and_nonfinite():
+    with pytest.raises(ValueError, match="no observations"):
+        bench.summarize([])
+    with pytest.raises(ValueError, match="non-finite"):
+        bench.summarize([1.0, math.nan])
+    with pytest.raises(ValueError, match="in \\[0, 1\\]"):
+        bench.quantile([1.0], 1.5)
+
+
+def test_rel_l2_closed_form():
+    # ref (3, 4): norm 5; out - ref = (0.3, -0.4): norm 0.5 -> 0.1.
+    assert bench.rel_l2([3.3, 3.6], [3.0, 4.0]) == pytest.approx(0.1)
+    assert bench.rel_l2([1.0], [0.0]) == math.inf
+
+
+def test_parse_shapes():
+    assert bench.parse_shapes("49x48x96, 64X64x128") == [(49, 48, 96), (64, 64, 128)]
+    assert len(bench.parse_shapes(bench.DEV_SHAPES)) == 6
+    for bad in ("49x48", "0x48x96", "ax48x96"):
+        with pytest.raises(ValueError, match="ROWSxCHANNELSxHIDDEN"):
+            bench.parse_shapes(bad)
+
+
+def test_cli_rejects_missing_shape():
+    with pytest.raises(SystemExit, match="--rows"):
+        bench.main(["--rows", "49"])
