@@ -1,8 +1,136 @@
-/* `rowfuse check`: placeholder until the GPU check job lands (src/check/). */
+/* `rowfuse check PKGDIR... [--shapes LIST] [--variants LIST] [--seed N] [--json OUT]`:
+ * runs the GPU check job (src/check/check.h) and prints one table row per variant and
+ * shape. Exit status 0 when every row passed, 1 when a check failed, 2 when the job could
+ * not run (no GPU, bad arguments). Without the CUDA runtime built in, says so. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
 #include "commands.h"
+
+#ifdef RF_HAVE_CUDA
+#include "check/check.h"
+
+static void print_usage(FILE *f) {
+    fprintf(f, "usage: rowfuse check [PKGDIR...] [--shapes LIST] [--variants LIST] [--seed N]\n"
+               "                     [--json OUT.json]\n"
+               "  --shapes    comma list of ROWS (every package) or ROWSxCxH (packages of that C\n"
+               "              and H; else the cuBLASLt baseline alone); default: the plan's rows\n"
+               "  --variants  comma list of persistent-smem, persistent-gmem, conventional,\n"
+               "              cublaslt; default: all the package has, and cublaslt\n"
+               "Pass: Y finite, rel-L2 <= 1e-3 and |y-ref| <= 1e-2 + 1e-2|ref| against the CPU\n"
+               "reference in mixed precision, after a CUDA Graph replay into a NaN-poisoned Y.\n");
+}
+
+static void print_table(const rf_device_info_t *d, const rf_check_result_t *res, int n) {
+    int passed = 0;
+    printf("device: %s (sm_%d%d, %d SMs, driver %d)\n", d->name, d->cc_major, d->cc_minor,
+           d->sm_count, d->driver_version);
+    printf("%-28s %-16s %-16s %6s %9s %9s %7s %8s  %s\n", "package", "variant", "shape", "kerns",
+           "max_abs", "rel_l2", "replay", "result", "detail");
+    for (int i = 0; i < n; i++) {
+        const rf_check_result_t *r = &res[i];
+        char shape[48];
+        const char *pkg = r->pkg;
+        size_t len = strlen(pkg);
+        if (len > 28)
+            pkg += len - 28;
+        snprintf(shape, sizeof(shape), "%lldx%lldx%lld", (long long)r->rows, (long long)r->channels,
+                 (long long)r->hidden);
+        passed += r->passed;
+        if (r->error[0]) {
+            printf("%-28s %-16s %-16s %6s %9s %9s %7s %8s  %s\n", pkg[0] ? pkg : "-", r->variant,
+                   shape, "-", "-", "-", "-", "ERROR", r->error);
+            continue;
+        }
+        printf("%-28s %-16s %-16s %6d %9.2e %9.2e %6.1fu %8s", pkg[0] ? pkg : "-", r->variant,
+               shape, r->kernel_nodes, r->max_abs, r->rel_l2, r->replay_us,
+               r->passed ? "pass" : "FAIL");
+        if (!r->passed)
+            printf("  nonfinite=%lld out_of_tol=%lld worst[%lld]: got %g want %g",
+                   (long long)r->nonfinite, (long long)r->out_of_tol, (long long)r->worst_index,
+                   r->worst_got, r->worst_ref);
+        printf("\n");
+    }
+    printf("check: %d of %d passed\n", passed, n);
+}
+
+int rf_cmd_check(int argc, char **argv) {
+    rf_allocator_t a = rf_allocator_system();
+    rf_check_options_t o;
+    rf_device_info_t dev;
+    rf_check_result_t *res = NULL;
+    rf_check_shape_t *shapes = NULL;
+    const char **dirs = NULL;
+    const char *json = NULL;
+    rf_status_t st = RF_OK;
+    int n = 0, rc = 0, passed = 0;
+    rf_check_options_default(&o);
+    dirs = calloc((size_t)argc + 1, sizeof(*dirs));
+    if (!dirs)
+        return rf_cli_report("check", RF_ERR(RF_CODE_OUT_OF_MEMORY, "argument list"));
+    for (int i = 0; i < argc && !st; i++) {
+        const char *arg = argv[i];
+        const char *val = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(arg, "-h") || !strcmp(arg, "--help")) {
+            print_usage(stdout);
+            free(dirs);
+            return 0;
+        } else if (!strcmp(arg, "--shapes") || !strcmp(arg, "--variants") ||
+                   !strcmp(arg, "--seed") || !strcmp(arg, "--json") || !strcmp(arg, "--device")) {
+            if (!val) {
+                st = RF_ERR(RF_CODE_INVALID_ARGUMENT, "%s needs a value", arg);
+                break;
+            }
+            i++;
+            if (!strcmp(arg, "--shapes")) {
+                rf_free(a, shapes);
+                shapes = NULL;
+                st = rf_check_parse_shapes(a, val, &shapes, &o.n_shapes);
+                o.shapes = shapes;
+            } else if (!strcmp(arg, "--variants")) {
+                o.variants = val;
+            } else if (!strcmp(arg, "--seed")) {
+                o.seed = strtoull(val, NULL, 10);
+            } else if (!strcmp(arg, "--device")) {
+                o.device = atoi(val);
+            } else {
+                json = val;
+            }
+        } else if (arg[0] == '-') {
+            st = RF_ERR(RF_CODE_INVALID_ARGUMENT, "unknown option %s (see rowfuse check --help)",
+                        arg);
+        } else {
+            dirs[o.n_pkgs++] = arg;
+        }
+    }
+    o.pkg_dirs = dirs;
+    if (!st)
+        st = rf_check_run(a, &o, &dev, &res, &n);
+    if (!st) {
+        print_table(&dev, res, n);
+        for (int i = 0; i < n; i++)
+            passed += res[i].passed;
+        if (json)
+            st = rf_check_write_json(json, &o, &dev, res, n);
+        rc = passed == n && n > 0 ? 0 : 1;
+    }
+    rf_free(a, res);
+    rf_free(a, shapes);
+    free(dirs);
+    if (st)
+        return rf_cli_report("check", st);
+    return rc;
+}
+
+#else
 
 int rf_cmd_check(int argc, char **argv) {
     (void)argc;
     (void)argv;
-    return rf_cli_report("check", RF_ERR(RF_CODE_UNSUPPORTED, "the check job is not built yet"));
+    return rf_cli_report("check", RF_ERR(RF_CODE_NO_DEVICE,
+                                         "this rowfuse was built without the CUDA runtime (no "
+                                         "CUDA toolkit at build time); `rowfuse check` needs it"));
 }
+
+#endif

@@ -1,0 +1,562 @@
+/* The check job (check.h): fresh random inputs per shape, the CPU reference in mixed
+ * precision computed once per shape, then every variant captured into a CUDA Graph,
+ * replayed once into a NaN-poisoned Y and compared element by element. */
+#include "check/check.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "rowfuse/graph.h"
+#include "rowfuse/json.h"
+#include "rowfuse/ref.h"
+#include "rowfuse/tensor.h"
+
+void rf_check_options_default(rf_check_options_t *o) {
+    memset(o, 0, sizeof(*o));
+    o->seed = 1;
+    o->rel_l2_tol = 1e-3;
+    o->atol = 1e-2;
+    o->rtol = 1e-2;
+}
+
+/* ---- random inputs ---- */
+
+typedef struct rng {
+    uint64_t s;
+} rng_t;
+
+static uint64_t rng_next(rng_t *r) { /* splitmix64 */
+    uint64_t z = (r->s += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+/* Uniform in [-a, a], never exactly zero after rounding to fp16 (zeros could hide a
+ * kernel that skips work). */
+static double rng_uniform(rng_t *r, double a) {
+    double u = (double)(rng_next(r) >> 11) * (1.0 / 9007199254740992.0); /* [0, 1) */
+    double v = (2.0 * u - 1.0) * a;
+    if (fabs(v) < a * 1e-3)
+        v = v < 0 ? -a * 1e-3 : a * 1e-3;
+    return v;
+}
+
+typedef struct check_case {
+    int64_t m, c, h;
+    uint64_t seed;
+    uint16_t *x, *w1, *w2;
+    float *b1, *b2;
+    float *ref; /* [m, c] from rf_ref_run, mixed precision */
+} check_case_t;
+
+static void case_free(rf_allocator_t a, check_case_t *k) {
+    rf_free(a, k->x);
+    rf_free(a, k->w1);
+    rf_free(a, k->w2);
+    rf_free(a, k->b1);
+    rf_free(a, k->b2);
+    rf_free(a, k->ref);
+    memset(k, 0, sizeof(*k));
+}
+
+static rf_status_t case_make(rf_allocator_t a, int64_t m, int64_t c, int64_t h, uint64_t seed,
+                             check_case_t *k) {
+    rng_t r = {seed};
+    rf_status_t st;
+    double s1 = 3.0 / sqrt((double)c), s2 = 3.0 / sqrt((double)h);
+    memset(k, 0, sizeof(*k));
+    k->m = m;
+    k->c = c;
+    k->h = h;
+    k->seed = seed;
+    if ((st = rf_alloc(a, (size_t)(m * c) * 2, "X", (void **)&k->x)) ||
+        (st = rf_alloc(a, (size_t)(c * h) * 2, "W1", (void **)&k->w1)) ||
+        (st = rf_alloc(a, (size_t)(h * c) * 2, "W2", (void **)&k->w2)) ||
+        (st = rf_alloc(a, (size_t)h * 4, "b1", (void **)&k->b1)) ||
+        (st = rf_alloc(a, (size_t)c * 4, "b2", (void **)&k->b2)) ||
+        (st = rf_alloc(a, (size_t)(m * c) * 4, "reference Y", (void **)&k->ref))) {
+        case_free(a, k);
+        return st;
+    }
+    for (int64_t i = 0; i < m * c; i++)
+        k->x[i] = rf_f32_to_f16((float)rng_uniform(&r, 1.0));
+    for (int64_t i = 0; i < c * h; i++)
+        k->w1[i] = rf_f32_to_f16((float)rng_uniform(&r, s1));
+    for (int64_t i = 0; i < h; i++)
+        k->b1[i] = (float)rng_uniform(&r, 0.5);
+    for (int64_t i = 0; i < h * c; i++)
+        k->w2[i] = rf_f32_to_f16((float)rng_uniform(&r, s2));
+    for (int64_t i = 0; i < c; i++)
+        k->b2[i] = (float)rng_uniform(&r, 0.5);
+    return RF_OK;
+}
+
+/* The residual-MLP graph with this case's weights as constants and X as the one input:
+ *   Y = Relu(Add(Add(MatMul(Relu(Add(MatMul(X, W1), b1)), W2), b2), X)) */
+static rf_status_t build_graph(rf_allocator_t a, const check_case_t *k, rf_graph_t **out) {
+    rf_graph_t *g = NULL;
+    rf_shape_t sx = {2, {k->m, k->c}}, sw1 = {2, {k->c, k->h}}, sb1 = {1, {k->h}};
+    rf_shape_t sw2 = {2, {k->h, k->c}}, sb2 = {1, {k->c}};
+    int x, w1, b1, w2, b2, t[7];
+    const char *names[7] = {"mm1", "add1", "hid", "mm2", "add2", "res", "Y"};
+    rf_status_t st;
+    *out = NULL;
+    RF_RETURN_IF_ERROR_PLAIN(rf_graph_create(a, &g));
+    st = rf_graph_add_value(g, "X", RF_DTYPE_F16, &sx, &x);
+    if (!st)
+        st = rf_graph_add_input(g, x);
+    if (!st)
+        st = rf_graph_add_const(g, "W1", RF_DTYPE_F16, &sw1, k->w1, (size_t)(k->c * k->h) * 2, &w1);
+    if (!st)
+        st = rf_graph_add_const(g, "b1", RF_DTYPE_F32, &sb1, k->b1, (size_t)k->h * 4, &b1);
+    if (!st)
+        st = rf_graph_add_const(g, "W2", RF_DTYPE_F16, &sw2, k->w2, (size_t)(k->h * k->c) * 2, &w2);
+    if (!st)
+        st = rf_graph_add_const(g, "b2", RF_DTYPE_F32, &sb2, k->b2, (size_t)k->c * 4, &b2);
+    for (int i = 0; i < 7 && !st; i++)
+        st = rf_graph_add_value(g, names[i], RF_DTYPE_F32, NULL, &t[i]);
+    if (!st) {
+        int in_mm1[2] = {x, w1}, in_add1[2] = {t[0], b1}, in_relu1[1] = {t[1]};
+        int in_mm2[2] = {t[2], w2}, in_add2[2] = {t[3], b2}, in_res[2] = {t[4], x};
+        int in_relu2[1] = {t[5]};
+        struct {
+            const char *op;
+            const int *in;
+            int n_in, out;
+        } nodes[7] = {{"MatMul", in_mm1, 2, t[0]}, {"Add", in_add1, 2, t[1]},
+                      {"Relu", in_relu1, 1, t[2]}, {"MatMul", in_mm2, 2, t[3]},
+                      {"Add", in_add2, 2, t[4]},   {"Add", in_res, 2, t[5]},
+                      {"Relu", in_relu2, 1, t[6]}};
+        for (int i = 0; i < 7 && !st; i++)
+            st = rf_graph_add_node(g, names[i], nodes[i].op, "", nodes[i].in, nodes[i].n_in,
+                                   &nodes[i].out, 1, NULL, 0, NULL);
+    }
+    if (!st)
+        st = rf_graph_add_output(g, t[6]);
+    if (st) {
+        rf_graph_destroy(g);
+        return rf_status_annotate(st, "while building the reference graph");
+    }
+    *out = g;
+    return RF_OK;
+}
+
+static rf_status_t case_reference(rf_allocator_t a, check_case_t *k) {
+    rf_graph_t *g = NULL;
+    rf_tensor_t in, out;
+    rf_status_t st;
+    RF_RETURN_IF_ERROR_PLAIN(build_graph(a, k, &g));
+    memset(&in, 0, sizeof(in));
+    memset(&out, 0, sizeof(out));
+    in.dtype = RF_DTYPE_F16;
+    in.shape.rank = 2;
+    in.shape.dims[0] = k->m;
+    in.shape.dims[1] = k->c;
+    in.data = k->x;
+    in.nbytes = (size_t)(k->m * k->c) * 2;
+    st = rf_ref_run(a, g, RF_PRECISION_MIXED, &in, 1, &out, 1);
+    rf_graph_destroy(g);
+    if (st)
+        return rf_status_annotate(st, "while running the CPU reference");
+    if (out.dtype != RF_DTYPE_F32 || out.nbytes != (size_t)(k->m * k->c) * 4) {
+        rf_tensor_free(a, &out);
+        return RF_ERR(RF_CODE_INTERNAL,
+                      "the CPU reference returned %s of %zu bytes, expected "
+                      "f32 [%lld, %lld]",
+                      rf_dtype_name(out.dtype), out.nbytes, (long long)k->m, (long long)k->c);
+    }
+    memcpy(k->ref, out.data, out.nbytes);
+    rf_tensor_free(a, &out);
+    return RF_OK;
+}
+
+/* ---- comparing ---- */
+
+static void compare(const rf_check_options_t *o, const check_case_t *k, const float *y,
+                    rf_check_result_t *r) {
+    double num = 0.0, den = 0.0, worst_d = -1.0;
+    int64_t n = k->m * k->c, first_bad = -1, worst = -1;
+    r->nonfinite = 0;
+    r->out_of_tol = 0;
+    r->max_abs = 0.0;
+    for (int64_t i = 0; i < n; i++) {
+        double got = y[i], want = k->ref[i], d;
+        den += want * want;
+        if (!isfinite(got)) {
+            if (first_bad < 0)
+                first_bad = i;
+            r->nonfinite++;
+            continue;
+        }
+        d = fabs(got - want);
+        num += d * d;
+        if (d > o->atol + o->rtol * fabs(want))
+            r->out_of_tol++;
+        if (d > worst_d) {
+            worst_d = d;
+            worst = i;
+        }
+    }
+    /* The element reported is the first non-finite one if any, else the largest error. */
+    r->worst_index = first_bad >= 0 ? first_bad : worst;
+    if (r->worst_index >= 0) {
+        r->worst_got = y[r->worst_index];
+        r->worst_ref = k->ref[r->worst_index];
+    }
+    r->max_abs = worst_d > 0.0 ? worst_d : 0.0;
+    r->rel_l2 = den > 0.0 ? sqrt(num / den) : sqrt(num);
+    r->passed = r->nonfinite == 0 && r->out_of_tol == 0 && r->rel_l2 <= o->rel_l2_tol;
+}
+
+/* ---- running one variant ---- */
+
+static void set_error(rf_check_result_t *r, rf_status_t st) {
+    snprintf(r->error, sizeof(r->error), "%s: %s", rf_code_name(rf_status_code(st)),
+             rf_status_message(st));
+    r->passed = 0;
+    rf_status_free(st);
+}
+
+static rf_status_t run_variant(rf_allocator_t a, const rf_check_options_t *o, rf_variant_t *v,
+                               const check_case_t *k, rf_mlp_buffers_t *buf, void *stream, float *y,
+                               rf_check_result_t *r) {
+    rf_exec_t *e = NULL;
+    rf_status_t st;
+    (void)a;
+    st = rf_exec_capture(a, v, &buf->args, stream, &e);
+    if (!st) {
+        r->kernel_nodes = rf_exec_kernel_nodes(e);
+        r->graph_nodes = rf_exec_nodes(e);
+        st = rf_mlp_buffers_poison(buf, stream);
+    }
+    if (!st)
+        st = rf_timing_replay_events(e, stream, 1, &r->replay_us);
+    if (!st)
+        st = rf_stream_sync(stream);
+    if (!st)
+        st = rf_mlp_buffers_download_y(buf, y);
+    rf_exec_destroy(e);
+    snprintf(r->note, sizeof(r->note), "%s", rf_variant_note(v));
+    if (st)
+        return st;
+    compare(o, k, y, r);
+    return RF_OK;
+}
+
+/* ---- the job ---- */
+
+typedef struct job {
+    rf_allocator_t a;
+    const rf_check_options_t *o;
+    void *stream;
+    rf_check_result_t *results;
+    size_t n, cap;
+    uint64_t next_seed;
+} job_t;
+
+static int wanted(const rf_check_options_t *o, const char *variant) {
+    const char *p = o->variants;
+    size_t len = strlen(variant);
+    if (!p || !*p)
+        return 1;
+    while (*p) {
+        const char *end = strchr(p, ',');
+        size_t n = end ? (size_t)(end - p) : strlen(p);
+        if (n == len && strncmp(p, variant, n) == 0)
+            return 1;
+        if (!end)
+            break;
+        p = end + 1;
+    }
+    return 0;
+}
+
+static rf_status_t new_result(job_t *j, const char *pkg, const char *variant, int64_t m, int64_t c,
+                              int64_t h, uint64_t seed, rf_check_result_t **out) {
+    rf_check_result_t *r;
+    RF_RETURN_IF_ERROR_PLAIN(rf_grow(j->a, (void **)&j->results, &j->cap, j->n + 1,
+                                     sizeof(*j->results), "check results"));
+    r = &j->results[j->n++];
+    memset(r, 0, sizeof(*r));
+    snprintf(r->pkg, sizeof(r->pkg), "%s", pkg ? pkg : "");
+    snprintf(r->variant, sizeof(r->variant), "%s", variant);
+    r->rows = m;
+    r->channels = c;
+    r->hidden = h;
+    r->seed = seed;
+    r->worst_index = -1;
+    *out = r;
+    return RF_OK;
+}
+
+/* Runs `variants` (n of them; NULL entries are skipped) at rows m of (c, h). */
+static rf_status_t run_shape(job_t *j, const char *pkg, rf_variant_t *const *variants, int n,
+                             int64_t m, int64_t c, int64_t h) {
+    check_case_t k;
+    rf_mlp_buffers_t buf;
+    float *y = NULL;
+    uint64_t seed = j->o->seed * 1000003ull + j->next_seed++;
+    rf_status_t st;
+    rf_check_result_t *r;
+    memset(&buf, 0, sizeof(buf));
+    st = case_make(j->a, m, c, h, seed, &k);
+    if (!st)
+        st = case_reference(j->a, &k);
+    if (!st)
+        st = rf_alloc(j->a, (size_t)(m * c) * 4, "Y copy", (void **)&y);
+    if (!st)
+        st = rf_mlp_buffers_alloc(m, c, h, &buf);
+    if (!st)
+        st = rf_mlp_buffers_upload(&buf, k.x, k.w1, k.b1, k.w2, k.b2);
+    for (int i = 0; i < n; i++) {
+        rf_status_t vs;
+        if (!variants[i])
+            continue;
+        RF_RETURN_IF_ERROR_PLAIN(
+            new_result(j, pkg, rf_variant_name(variants[i]), m, c, h, seed, &r));
+        if (st) { /* the shape's setup failed: every variant reports it */
+            snprintf(r->error, sizeof(r->error), "%s: %s", rf_code_name(rf_status_code(st)),
+                     rf_status_message(st));
+            continue;
+        }
+        vs = run_variant(j->a, j->o, variants[i], &k, &buf, j->stream, y, r);
+        if (vs)
+            set_error(r, vs);
+    }
+    rf_mlp_buffers_free(&buf);
+    rf_free(j->a, y);
+    case_free(j->a, &k);
+    if (st && rf_status_code(st) == RF_CODE_NO_DEVICE)
+        return st;
+    rf_status_free(st);
+    return RF_OK;
+}
+
+static rf_status_t run_package(job_t *j, const char *dir) {
+    rf_pkg_t *pkg = NULL;
+    rf_variant_t *variants[RF_SCHEDULE_COUNT] = {0};
+    rf_check_result_t *r;
+    const rf_check_options_t *o = j->o;
+    rf_status_t st = rf_pkg_load(j->a, dir, &pkg);
+    int64_t c, h;
+    int n_rows = 0;
+    if (st) {
+        if (rf_status_code(st) == RF_CODE_NO_DEVICE)
+            return st;
+        RF_RETURN_IF_ERROR_PLAIN(new_result(j, dir, "load", 0, 0, 0, 0, &r));
+        set_error(r, st);
+        return RF_OK;
+    }
+    c = rf_pkg_channels(pkg);
+    h = rf_pkg_hidden(pkg);
+    for (int i = 0; i < RF_SCHEDULE_COUNT; i++) {
+        const char *name = rf_schedule_names[i];
+        if (!wanted(o, name))
+            continue;
+        if (strcmp(name, "cublaslt") == 0)
+            st = rf_variant_create_cublaslt(j->a, c, h, &variants[i]);
+        else if (rf_pkg_kernel_count(pkg, name) >= 1)
+            st = rf_variant_create_pkg(j->a, pkg, name, &variants[i]);
+        if (st) {
+            rf_status_t rs = new_result(j, dir, name, 0, c, h, 0, &r);
+            if (rs) {
+                rf_status_free(st);
+                st = rs;
+                break;
+            }
+            set_error(r, st);
+            st = RF_OK;
+        }
+    }
+    for (int s = 0; s < o->n_shapes && !st; s++) {
+        const rf_check_shape_t *sh = &o->shapes[s];
+        if ((sh->channels == 0 && sh->hidden == 0) || (sh->channels == c && sh->hidden == h)) {
+            st = run_shape(j, dir, variants, RF_SCHEDULE_COUNT, sh->rows, c, h);
+            n_rows++;
+        }
+    }
+    if (!st && n_rows == 0)
+        st = run_shape(j, dir, variants, RF_SCHEDULE_COUNT,
+                       rf_pkg_rows(pkg) > 0 ? rf_pkg_rows(pkg) : 49, c, h);
+    for (int i = 0; i < RF_SCHEDULE_COUNT; i++)
+        rf_variant_destroy(variants[i]);
+    rf_pkg_destroy(pkg);
+    return st;
+}
+
+static int shape_has_package(job_t *j, const rf_check_shape_t *sh) {
+    for (size_t i = 0; i < j->n; i++)
+        if (j->results[i].pkg[0] && j->results[i].channels == sh->channels &&
+            j->results[i].hidden == sh->hidden)
+            return 1;
+    return 0;
+}
+
+rf_status_t rf_check_run(rf_allocator_t a, const rf_check_options_t *o,
+                         rf_device_info_t *out_device, rf_check_result_t **out_results,
+                         int *out_count) {
+    job_t j;
+    rf_status_t st;
+    *out_results = NULL;
+    *out_count = 0;
+    memset(&j, 0, sizeof(j));
+    j.a = a;
+    j.o = o;
+    if (o->n_pkgs == 0 && o->n_shapes == 0)
+        return RF_ERR(RF_CODE_INVALID_ARGUMENT,
+                      "nothing to check: give package directories or --shapes MxCxH");
+    RF_RETURN_IF_ERROR(rf_device_open(o->device, out_device), "the check needs a GPU");
+    RF_RETURN_IF_ERROR_PLAIN(rf_stream_create(&j.stream));
+    st = RF_OK;
+    for (int p = 0; p < o->n_pkgs && !st; p++)
+        st = run_package(&j, o->pkg_dirs[p]);
+    for (int s = 0; s < o->n_shapes && !st; s++) {
+        const rf_check_shape_t *sh = &o->shapes[s];
+        rf_variant_t *v = NULL;
+        rf_check_result_t *r;
+        if (sh->channels == 0 || shape_has_package(&j, sh) || !wanted(o, "cublaslt"))
+            continue;
+        st = rf_variant_create_cublaslt(a, sh->channels, sh->hidden, &v);
+        if (st) {
+            rf_status_t rs =
+                new_result(&j, "", "cublaslt", sh->rows, sh->channels, sh->hidden, 0, &r);
+            if (rs) {
+                rf_status_free(st);
+                st = rs;
+                break;
+            }
+            set_error(r, st);
+            st = RF_OK;
+            continue;
+        }
+        st = run_shape(&j, "", &v, 1, sh->rows, sh->channels, sh->hidden);
+        rf_variant_destroy(v);
+    }
+    rf_stream_destroy(j.stream);
+    if (st) {
+        rf_free(a, j.results);
+        return st;
+    }
+    *out_results = j.results;
+    *out_count = (int)j.n;
+    return RF_OK;
+}
+
+/* ---- options and output ---- */
+
+rf_status_t rf_check_parse_shapes(rf_allocator_t a, const char *text, rf_check_shape_t **out_shapes,
+                                  int *out_count) {
+    rf_check_shape_t *shapes = NULL;
+    size_t cap = 0, n = 0;
+    const char *p = text;
+    *out_shapes = NULL;
+    *out_count = 0;
+    while (p && *p) {
+        long long v[3] = {0, 0, 0};
+        int k = 0;
+        char *end;
+        for (;;) {
+            v[k] = strtoll(p, &end, 10);
+            if (end == p || v[k] < 1 || v[k] > RF_MAX_DIM) {
+                rf_free(a, shapes);
+                return RF_ERR(RF_CODE_INVALID_ARGUMENT,
+                              "--shapes: \"%s\" at \"%.20s\": expected ROWS or ROWSxCxH with "
+                              "positive integers, separated by commas",
+                              text, p);
+            }
+            p = end;
+            if (*p == 'x' && k < 2) {
+                k++;
+                p++;
+                continue;
+            }
+            break;
+        }
+        if (k == 1 || (*p && *p != ',')) {
+            rf_free(a, shapes);
+            return RF_ERR(RF_CODE_INVALID_ARGUMENT,
+                          "--shapes: \"%s\": each entry is ROWS or ROWSxCHANNELSxHIDDEN", text);
+        }
+        RF_RETURN_IF_ERROR_PLAIN(
+            rf_grow(a, (void **)&shapes, &cap, n + 1, sizeof(*shapes), "shapes"));
+        shapes[n].rows = v[0];
+        shapes[n].channels = k ? v[1] : 0;
+        shapes[n].hidden = k ? v[2] : 0;
+        n++;
+        if (*p == ',')
+            p++;
+    }
+    *out_shapes = shapes;
+    *out_count = (int)n;
+    return RF_OK;
+}
+
+rf_status_t rf_check_write_json(const char *path, const rf_check_options_t *o,
+                                const rf_device_info_t *d, const rf_check_result_t *res,
+                                int count) {
+    rf_json_writer_t w;
+    rf_status_t st;
+    int passed = 0;
+    FILE *f = fopen(path, "w");
+    if (!f)
+        return RF_ERR(RF_CODE_IO_ERROR, "cannot open %s for writing", path);
+    for (int i = 0; i < count; i++)
+        passed += res[i].passed;
+    rf_json_writer_init_file(&w, f, 2);
+    rf_json_object_begin(&w);
+    rf_json_key_string(&w, "job", "rowfuse check");
+    rf_json_key(&w, "device");
+    rf_json_object_begin(&w);
+    rf_json_key_string(&w, "name", d->name);
+    rf_json_key_int(&w, "cc", d->cc_major * 10 + d->cc_minor);
+    rf_json_key_int(&w, "sm_count", d->sm_count);
+    rf_json_key_int(&w, "driver_version", d->driver_version);
+    rf_json_key_int(&w, "runtime_version", d->runtime_version);
+    rf_json_key_int(&w, "clock_khz", d->clock_khz);
+    rf_json_object_end(&w);
+    rf_json_key(&w, "tolerance");
+    rf_json_object_begin(&w);
+    rf_json_key_double(&w, "rel_l2", o->rel_l2_tol);
+    rf_json_key_double(&w, "atol", o->atol);
+    rf_json_key_double(&w, "rtol", o->rtol);
+    rf_json_key_string(&w, "reference", "rf_ref_run, mixed precision");
+    rf_json_object_end(&w);
+    rf_json_key_int(&w, "seed", (int64_t)o->seed);
+    rf_json_key_int(&w, "count", count);
+    rf_json_key_int(&w, "passed", passed);
+    rf_json_key(&w, "results");
+    rf_json_array_begin(&w);
+    for (int i = 0; i < count; i++) {
+        const rf_check_result_t *r = &res[i];
+        rf_json_object_begin(&w);
+        rf_json_key_string(&w, "package", r->pkg);
+        rf_json_key_string(&w, "variant", r->variant);
+        rf_json_key_int(&w, "rows", r->rows);
+        rf_json_key_int(&w, "channels", r->channels);
+        rf_json_key_int(&w, "hidden", r->hidden);
+        rf_json_key_int(&w, "seed", (int64_t)r->seed);
+        rf_json_key_bool(&w, "passed", r->passed);
+        rf_json_key_int(&w, "kernel_nodes", r->kernel_nodes);
+        rf_json_key_int(&w, "graph_nodes", r->graph_nodes);
+        rf_json_key_int(&w, "nonfinite", r->nonfinite);
+        rf_json_key_int(&w, "out_of_tolerance", r->out_of_tol);
+        rf_json_key_double(&w, "max_abs_error", r->max_abs);
+        rf_json_key_double(&w, "rel_l2_error", r->rel_l2);
+        rf_json_key_int(&w, "worst_index", r->worst_index);
+        rf_json_key_double(&w, "worst_got", r->worst_got);
+        rf_json_key_double(&w, "worst_ref", r->worst_ref);
+        rf_json_key_double(&w, "replay_event_us", r->replay_us);
+        rf_json_key_string(&w, "note", r->note);
+        rf_json_key_string(&w, "error", r->error);
+        rf_json_object_end(&w);
+    }
+    rf_json_array_end(&w);
+    rf_json_object_end(&w);
+    st = rf_json_writer_finish(&w);
+    if (fclose(f) != 0 && !st)
+        st = RF_ERR(RF_CODE_IO_ERROR, "error closing %s", path);
+    return st ? rf_status_annotate(st, "while writing %s", path) : RF_OK;
+}

@@ -1,0 +1,74 @@
+/* The check job behind `rowfuse check`: runs every variant of every package (and the
+ * cuBLASLt baseline) at a set of shapes on fresh random inputs, each captured into a
+ * CUDA Graph and replayed once into a NaN-poisoned Y, and compares Y with the CPU
+ * reference interpreter in mixed precision (rowfuse/ref.h).
+ *
+ * Pass rule for one (variant, shape), documented in src/check/README.md:
+ *   every element of Y finite, rel-L2 error ||y - ref|| / ||ref|| <= rel_l2_tol (1e-3),
+ *   and every element |y - ref| <= atol + rtol * |ref| (1e-2 + 1e-2 |ref|).
+ *
+ * Ownership: rf_check_run allocates the results array with the given allocator; free it
+ * with rf_free. A failure of one variant is recorded in its result (error text) and the
+ * job goes on; only "no usable GPU" and bad options end the job with a status. The job
+ * never prints: the CLI prints the table.
+ */
+#ifndef RF_CHECK_H
+#define RF_CHECK_H
+
+#include <stdint.h>
+
+#include "rowfuse/alloc.h"
+#include "rowfuse/runtime.h"
+#include "rowfuse/status.h"
+
+typedef struct rf_check_shape {
+    int64_t rows, channels, hidden; /* channels = hidden = 0: rows for every package */
+} rf_check_shape_t;
+
+typedef struct rf_check_options {
+    const char *const *pkg_dirs;
+    int n_pkgs;
+    /* Shapes: "M" entries apply to every package; "MxCxH" entries apply to packages of
+     * that C and H and, if no package has that C and H, run the cuBLASLt baseline alone.
+     * With no entry that applies, a package is checked at its plan's rows. */
+    const rf_check_shape_t *shapes;
+    int n_shapes;
+    const char *variants; /* comma-separated schedule names to run; NULL = all */
+    uint64_t seed;
+    double rel_l2_tol, atol, rtol;
+    int device;
+} rf_check_options_t;
+
+/* Fills the defaults: tolerances above, seed 1, device 0. */
+void rf_check_options_default(rf_check_options_t *options);
+
+typedef struct rf_check_result {
+    char pkg[256];    /* package directory, "" for a cuBLASLt-only shape */
+    char variant[32]; /* schedule name */
+    int64_t rows, channels, hidden;
+    uint64_t seed;
+    int passed;
+    int kernel_nodes, graph_nodes;
+    int64_t nonfinite, out_of_tol;
+    double max_abs, rel_l2;
+    int64_t worst_index; /* element with the largest |y - ref|, -1 if none */
+    double worst_got, worst_ref;
+    double replay_us; /* CUDA-event interval of the checked replay (not a benchmark) */
+    char note[256];
+    char error[512]; /* non-empty when the variant could not run */
+} rf_check_result_t;
+
+rf_status_t rf_check_run(rf_allocator_t allocator, const rf_check_options_t *options,
+                         rf_device_info_t *out_device, rf_check_result_t **out_results,
+                         int *out_count);
+
+/* Writes the results as JSON (device, options, results) to `path`. */
+rf_status_t rf_check_write_json(const char *path, const rf_check_options_t *options,
+                                const rf_device_info_t *device, const rf_check_result_t *results,
+                                int count);
+
+/* Parses "49,1x48x96,5000x37x200" into shapes (allocated with `allocator`). */
+rf_status_t rf_check_parse_shapes(rf_allocator_t allocator, const char *text,
+                                  rf_check_shape_t **out_shapes, int *out_count);
+
+#endif
