@@ -116,6 +116,37 @@ static rf_status_t join_in_pkg(const char *dir, const char *plan, const char *ke
     return RF_OK;
 }
 
+/* The kernel library's file name: plan.json "library", else the "library" of the kernel
+ * manifest that plan.json names under "kernels" (default kernels.json), which
+ * kernels/build.py writes. */
+static rf_status_t library_name(rf_pkg_t *pkg, const cJSON *plan, const char *plan_path, char *dst,
+                                size_t dst_size) {
+    char manifest_rel[256] = "kernels.json", manifest[1400];
+    char *text = NULL;
+    cJSON *root;
+    rf_status_t st;
+    if (cJSON_GetObjectItemCaseSensitive(plan, "library"))
+        return get_str(plan, plan_path, "library", dst, dst_size);
+    if (cJSON_GetObjectItemCaseSensitive(plan, "kernels"))
+        RF_RETURN_IF_ERROR_PLAIN(
+            get_str(plan, plan_path, "kernels", manifest_rel, sizeof(manifest_rel)));
+    RF_RETURN_IF_ERROR_PLAIN(
+        join_in_pkg(pkg->dir, plan_path, "kernels", manifest_rel, manifest, sizeof(manifest)));
+    st = read_file(pkg->allocator, manifest, &text);
+    if (st)
+        return rf_status_annotate(st,
+                                  "%s names no \"library\", so the kernel manifest is "
+                                  "needed",
+                                  plan_path);
+    root = cJSON_Parse(text);
+    rf_free(pkg->allocator, text);
+    if (!root)
+        return RF_ERR(RF_CODE_PARSE_ERROR, "%s: not valid JSON", manifest);
+    st = get_str(root, manifest, "library", dst, dst_size);
+    cJSON_Delete(root);
+    return st;
+}
+
 static rf_status_t parse_plan(rf_pkg_t *pkg, const char *plan_path, const char *text) {
     cJSON *root = cJSON_Parse(text);
     const cJSON *weights, *w;
@@ -135,7 +166,7 @@ static rf_status_t parse_plan(rf_pkg_t *pkg, const char *plan_path, const char *
         (st = get_int(root, plan_path, "rows", 0, 1, &pkg->rows)) ||
         (st = get_int(root, plan_path, "tile_rows", 0, 1, &pkg->tile_rows)) ||
         (st = get_str(root, plan_path, "schedule", pkg->schedule, sizeof(pkg->schedule))) ||
-        (st = get_str(root, plan_path, "library", lib_rel, sizeof(lib_rel))) ||
+        (st = library_name(pkg, root, plan_path, lib_rel, sizeof(lib_rel))) ||
         (st = join_in_pkg(pkg->dir, plan_path, "library", lib_rel, pkg->library,
                           sizeof(pkg->library))))
         goto done;

@@ -1,0 +1,250 @@
+/* Tests of the CUDA runtime that need no GPU: loading packages that do not exist or are
+ * malformed fails with a clear status naming the file and field; a stand-in kernel
+ * library (runtime_fake_pkg.c) exercises the ABI checks; and with no visible device every
+ * entry point that needs one returns RF_CODE_NO_DEVICE instead of crashing.
+ * CUDA_VISIBLE_DEVICES is emptied first, so the test means the same on a GPU machine. */
+#define _POSIX_C_SOURCE 200809L
+#include <libgen.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "rf_test.h"
+#include "rowfuse/runtime.h"
+#include "rowfuse/tensor.h"
+
+static char tmp_root[256];
+
+static void write_text(const char *path, const char *text) {
+    FILE *f = fopen(path, "w");
+    if (!f) {
+        fprintf(stderr, "cannot write %s\n", path);
+        exit(2);
+    }
+    fputs(text, f);
+    fclose(f);
+}
+
+/* Makes <tmp_root>/<name>/ holding plan.json = plan; returns the directory. */
+static const char *make_pkg(const char *name, const char *plan) {
+    static char dir[512];
+    char path[600];
+    snprintf(dir, sizeof(dir), "%s/%s", tmp_root, name);
+    mkdir(dir, 0755);
+    snprintf(path, sizeof(path), "%s/plan.json", dir);
+    write_text(path, plan);
+    return dir;
+}
+
+static int copy_file(const char *from, const char *to) {
+    char buf[65536];
+    size_t n;
+    FILE *in = fopen(from, "rb"), *out;
+    if (!in)
+        return -1;
+    out = fopen(to, "wb");
+    if (!out) {
+        fclose(in);
+        return -1;
+    }
+    while ((n = fread(buf, 1, sizeof(buf), in)) > 0)
+        fwrite(buf, 1, n, out);
+    fclose(in);
+    return fclose(out);
+}
+
+static void test_missing_and_malformed(void) {
+    rf_allocator_t a = rf_allocator_system();
+    rf_pkg_t *pkg = (rf_pkg_t *)1;
+    CHECK_ERR(rf_pkg_load(a, "does/not/exist", &pkg), RF_CODE_NOT_FOUND, "plan.json");
+    CHECK(pkg == NULL);
+    CHECK_ERR(rf_pkg_load(a, "", &pkg), RF_CODE_INVALID_ARGUMENT, "empty");
+    CHECK_ERR(rf_pkg_load(a, make_pkg("badjson", "{\"channels\": 48,"), &pkg), RF_CODE_PARSE_ERROR,
+              "not valid JSON");
+    CHECK_ERR(rf_pkg_load(a, make_pkg("array", "[1, 2]"), &pkg), RF_CODE_PARSE_ERROR,
+              "JSON object");
+    CHECK_ERR(rf_pkg_load(a, make_pkg("nochan", "{\"hidden\": 96}"), &pkg), RF_CODE_PARSE_ERROR,
+              "\"channels\" is missing");
+    CHECK_ERR(rf_pkg_load(a, make_pkg("strchan", "{\"channels\": \"48\", \"hidden\": 96}"), &pkg),
+              RF_CODE_PARSE_ERROR, "\"channels\" must be a number");
+    CHECK_ERR(rf_pkg_load(a, make_pkg("negchan", "{\"channels\": -3, \"hidden\": 96}"), &pkg),
+              RF_CODE_PARSE_ERROR, "\"channels\" is -3");
+    CHECK_ERR(rf_pkg_load(a,
+                          make_pkg("fracrows", "{\"channels\": 48, \"hidden\": 96, \"rows\": 4.5}"),
+                          &pkg),
+              RF_CODE_PARSE_ERROR, "\"rows\" is 4.5");
+    CHECK_ERR(rf_pkg_load(a,
+                          make_pkg("nosched", "{\"channels\": 48, \"hidden\": 96, "
+                                              "\"library\": \"k.so\"}"),
+                          &pkg),
+              RF_CODE_PARSE_ERROR, "\"schedule\" is missing");
+    CHECK_ERR(rf_pkg_load(a,
+                          make_pkg("escape", "{\"channels\": 48, \"hidden\": 96, \"schedule\": "
+                                             "\"conventional\", \"library\": \"../k.so\"}"),
+                          &pkg),
+              RF_CODE_PARSE_ERROR, "inside the package");
+    CHECK_ERR(rf_pkg_load(a,
+                          make_pkg("nolib", "{\"channels\": 48, \"hidden\": 96, \"schedule\": "
+                                            "\"conventional\", \"library\": \"k.so\"}"),
+                          &pkg),
+              RF_CODE_NOT_FOUND, "cannot load kernel library");
+    CHECK_ERR(rf_pkg_load(a,
+                          make_pkg("badweights", "{\"channels\": 48, \"hidden\": 96, "
+                                                 "\"schedule\": \"conventional\", \"library\": "
+                                                 "\"k.so\", \"weights\": [1]}"),
+                          &pkg),
+              RF_CODE_PARSE_ERROR, "\"weights\" must be an object");
+    CHECK_ERR(rf_pkg_load(a,
+                          make_pkg("nomanifest", "{\"channels\": 48, \"hidden\": 96, "
+                                                 "\"schedule\": \"conventional\"}"),
+                          &pkg),
+              RF_CODE_NOT_FOUND, "kernel manifest");
+    CHECK(pkg == NULL);
+}
+
+static void test_fake_library(const char *fake_lib) {
+    rf_allocator_t a = rf_allocator_system();
+    rf_pkg_t *pkg = NULL;
+    rf_variant_t *v = NULL;
+    char path[600];
+    const char *plan = "{\"channels\": 48, \"hidden\": 96, \"rows\": 49, \"tile_rows\": 16, "
+                       "\"schedule\": \"persistent-smem\", \"library\": \"libk.so\", "
+                       "\"weights\": {\"b1\": \"weights/b1.npy\"}}";
+    const char *dir = make_pkg("fake", plan);
+    snprintf(path, sizeof(path), "%s/libk.so", dir);
+    if (copy_file(fake_lib, path) != 0) {
+        fprintf(stderr, "cannot copy %s (build rf_test_fake_pkg first)\n", fake_lib);
+        CHECK(0);
+        return;
+    }
+    /* Without a GPU, the full load stops at the device check with NO_DEVICE. */
+    CHECK_ERR(rf_pkg_load(a, dir, &pkg), RF_CODE_NO_DEVICE, "while loading package");
+    CHECK(pkg == NULL);
+
+    CHECK_OK(rf_pkg_load_nogpu(a, dir, &pkg));
+    if (!pkg)
+        return;
+    CHECK(rf_pkg_channels(pkg) == 48);
+    CHECK(rf_pkg_hidden(pkg) == 96);
+    CHECK(rf_pkg_rows(pkg) == 49);
+    CHECK(rf_pkg_tile_rows(pkg) == 16);
+    CHECK(strcmp(rf_pkg_schedule(pkg), "persistent-smem") == 0);
+    CHECK(rf_pkg_kernel_count(pkg, "persistent-smem") == 1);
+    CHECK(rf_pkg_kernel_count(pkg, "conventional") == 2);
+    CHECK(rf_pkg_kernel_count(pkg, "cublaslt") == -1);
+    CHECK(rf_pkg_kernel_count(pkg, "nonsense") == -1);
+
+    /* Weights: one named, present after we write it; others not named. */
+    {
+        rf_tensor_t t, back;
+        rf_shape_t s = {1, {96}};
+        char wdir[600], wpath[700];
+        snprintf(wdir, sizeof(wdir), "%s/weights", dir);
+        mkdir(wdir, 0755);
+        snprintf(wpath, sizeof(wpath), "%s/b1.npy", wdir);
+        CHECK_OK(rf_tensor_alloc(a, RF_DTYPE_F32, &s, &t));
+        for (int i = 0; i < 96; i++)
+            ((float *)t.data)[i] = 0.25f * (float)(i + 1);
+        CHECK_OK(rf_npy_write(wpath, &t));
+        CHECK_OK(rf_pkg_weight(pkg, "b1", &back));
+        CHECK(back.dtype == RF_DTYPE_F32 && back.nbytes == t.nbytes &&
+              memcmp(back.data, t.data, t.nbytes) == 0);
+        rf_tensor_free(a, &back);
+        rf_tensor_free(a, &t);
+        CHECK_ERR(rf_pkg_weight(pkg, "w1", &back), RF_CODE_NOT_FOUND, "no weight \"w1\"");
+    }
+
+    CHECK_ERR(rf_variant_create_pkg(a, pkg, "cublaslt", &v), RF_CODE_NOT_FOUND,
+              "does not contain schedule \"cublaslt\"");
+    CHECK_OK(rf_variant_create_pkg(a, pkg, "conventional", &v));
+    if (v) {
+        int min = 0, exact = 0;
+        rf_mlp_args_t args;
+        rf_exec_t *e = NULL;
+        rf_variant_expected_kernels(v, &min, &exact);
+        CHECK(min == 2 && exact == 1);
+        CHECK(strcmp(rf_variant_name(v), "conventional") == 0);
+        memset(&args, 0, sizeof(args));
+        CHECK_ERR(rf_variant_launch(v, &args, NULL), RF_CODE_INVALID_ARGUMENT,
+                  "every buffer must be set");
+        args.x = args.w1 = args.w2 = (const void *)&args;
+        args.b1 = args.b2 = (const float *)&args;
+        args.h = (void *)&args;
+        args.y = (float *)&args;
+        args.rows = 4;
+        CHECK_ERR(rf_variant_launch(v, &args, NULL), RF_CODE_INVALID_ARGUMENT,
+                  "loaded without a GPU");
+        CHECK_ERR(rf_exec_capture(a, v, &args, NULL, &e), RF_CODE_INVALID_ARGUMENT,
+                  "legacy default stream");
+        CHECK(e == NULL);
+        rf_variant_destroy(v);
+    }
+    rf_pkg_destroy(pkg);
+
+    /* Plan and library disagree: channels, then ABI version, then the chosen schedule. */
+    make_pkg("fake", "{\"channels\": 64, \"hidden\": 96, \"schedule\": \"conventional\", "
+                     "\"library\": \"libk.so\"}");
+    CHECK_ERR(rf_pkg_load_nogpu(a, dir, &pkg), RF_CODE_MISMATCH, "channels=48 hidden=96");
+    make_pkg("fake", "{\"channels\": 48, \"hidden\": 96, \"schedule\": \"cublaslt\", "
+                     "\"library\": \"libk.so\"}");
+    CHECK_ERR(rf_pkg_load_nogpu(a, dir, &pkg), RF_CODE_MISMATCH, "does not contain it");
+    make_pkg("fake", plan);
+    setenv("RF_FAKE_ABI", "7", 1);
+    CHECK_ERR(rf_pkg_load_nogpu(a, dir, &pkg), RF_CODE_UNSUPPORTED, "ABI version 7");
+    unsetenv("RF_FAKE_ABI");
+    CHECK(pkg == NULL);
+}
+
+static void test_no_device(void) {
+    rf_allocator_t a = rf_allocator_system();
+    rf_device_info_t info;
+    rf_mlp_buffers_t buf;
+    rf_variant_t *v = (rf_variant_t *)1;
+    void *stream = (void *)1;
+    CHECK(rf_device_count() == 0);
+    CHECK_ERR(rf_device_open(0, &info), RF_CODE_NO_DEVICE, "cudaGetDeviceCount");
+    CHECK_ERR(rf_stream_create(&stream), RF_CODE_NO_DEVICE, "no usable CUDA GPU");
+    CHECK(stream == NULL);
+    CHECK_ERR(rf_mlp_buffers_alloc(49, 48, 96, &buf), RF_CODE_NO_DEVICE, "device buffers");
+    CHECK_ERR(rf_mlp_buffers_alloc(0, 48, 96, &buf), RF_CODE_SHAPE_ERROR, "0x48x96");
+    CHECK_ERR(rf_variant_create_cublaslt(a, 48, 96, &v), RF_CODE_NO_DEVICE, "cuBLASLt");
+    CHECK(v == NULL);
+    CHECK_ERR(rf_variant_create_cublaslt(a, 0, 96, &v), RF_CODE_SHAPE_ERROR, "channels=0");
+    /* Destroy functions accept NULL. */
+    rf_variant_destroy(NULL);
+    rf_exec_destroy(NULL);
+    rf_pkg_destroy(NULL);
+    rf_mlp_buffers_free(NULL);
+    CHECK(rf_timing_now_us() > 0.0);
+}
+
+int main(int argc, char **argv) {
+    char exe[512], fake[600];
+    ssize_t n;
+    (void)argc;
+    setenv("CUDA_VISIBLE_DEVICES", "", 1); /* before the first CUDA call */
+    snprintf(tmp_root, sizeof(tmp_root), "/tmp/rf_test_runtime_XXXXXX");
+    if (!mkdtemp(tmp_root)) {
+        perror("mkdtemp");
+        return 2;
+    }
+    n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+    if (n <= 0)
+        snprintf(exe, sizeof(exe), "%s", argv[0]);
+    else
+        exe[n] = '\0';
+    snprintf(fake, sizeof(fake), "%s/librf_test_fake_pkg.so", dirname(exe));
+
+    test_missing_and_malformed();
+    test_fake_library(fake);
+    test_no_device();
+    {
+        char cmd[600];
+        snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmp_root);
+        if (system(cmd) != 0)
+            fprintf(stderr, "note: could not remove %s\n", tmp_root);
+    }
+    return rf_test_finish();
+}
