@@ -114,9 +114,8 @@ static rf_status_t rf_read_shape(rf_cursor_t *c, rf_shape_t *shape) {
         while (c->p < c->end && *c->p >= '0' && *c->p <= '9') {
             d = d * 10 + (*c->p++ - '0');
             if (d > RF_MAX_DIM)
-                return RF_ERR(RF_CODE_SHAPE_ERROR,
-                              "%s: dim %d of 'shape' is larger than %lld", c->path,
-                              shape->rank, (long long)RF_MAX_DIM);
+                return RF_ERR(RF_CODE_SHAPE_ERROR, "%s: dim %d of 'shape' is larger than %lld",
+                              c->path, shape->rank, (long long)RF_MAX_DIM);
         }
         if (shape->rank >= RF_MAX_RANK)
             return RF_ERR(RF_CODE_SHAPE_ERROR, "%s: 'shape' has more than %d dims", c->path,
@@ -142,8 +141,7 @@ static rf_status_t rf_parse_npy_header(const char *text, size_t len, const char 
         char key[32];
         RF_RETURN_IF_ERROR_PLAIN(rf_read_pystr(&c, key, sizeof key));
         if (!rf_accept(&c, ':'))
-            return RF_ERR(RF_CODE_PARSE_ERROR, "%s: header: expected ':' after '%s'", path,
-                          key);
+            return RF_ERR(RF_CODE_PARSE_ERROR, "%s: header: expected ':' after '%s'", path, key);
         if (strcmp(key, "descr") == 0 && !h->have_descr) {
             RF_RETURN_IF_ERROR_PLAIN(rf_read_pystr(&c, h->descr, sizeof h->descr));
             h->have_descr = 1;
@@ -164,22 +162,23 @@ static rf_status_t rf_parse_npy_header(const char *text, size_t len, const char 
             RF_RETURN_IF_ERROR_PLAIN(rf_read_shape(&c, &h->shape));
             h->have_shape = 1;
         } else {
-            return RF_ERR(RF_CODE_PARSE_ERROR, "%s: header: unexpected or repeated key '%s'",
-                          path, key);
+            return RF_ERR(RF_CODE_PARSE_ERROR, "%s: header: unexpected or repeated key '%s'", path,
+                          key);
         }
         if (rf_accept(&c, ','))
             continue;
         if (rf_accept(&c, '}'))
             break;
-        return RF_ERR(RF_CODE_PARSE_ERROR, "%s: header: expected ',' or '}' after '%s'", path,
-                      key);
+        return RF_ERR(RF_CODE_PARSE_ERROR, "%s: header: expected ',' or '}' after '%s'", path, key);
     }
     rf_skip_ws(&c);
     if (c.p != c.end)
         return RF_ERR(RF_CODE_PARSE_ERROR, "%s: header: trailing bytes after the dict", path);
     if (!h->have_descr || !h->have_order || !h->have_shape)
         return RF_ERR(RF_CODE_PARSE_ERROR, "%s: header lacks '%s'", path,
-                      !h->have_descr ? "descr" : !h->have_order ? "fortran_order" : "shape");
+                      !h->have_descr   ? "descr"
+                      : !h->have_order ? "fortran_order"
+                                       : "shape");
     return RF_OK;
 }
 
@@ -187,8 +186,8 @@ static rf_status_t rf_npy_dtype(const char *descr, const char *path, rf_dtype_t 
     *out = RF_DTYPE_UNDEFINED;
     if (descr[0] == '>')
         return RF_ERR(RF_CODE_UNSUPPORTED,
-                      "%s: dtype '%s' is big-endian; rowfuse reads little-endian .npy only",
-                      path, descr);
+                      "%s: dtype '%s' is big-endian; rowfuse reads little-endian .npy only", path,
+                      descr);
     static const struct {
         const char *code;
         rf_dtype_t dtype;
@@ -202,19 +201,17 @@ static rf_status_t rf_npy_dtype(const char *descr, const char *path, rf_dtype_t 
                 return RF_OK;
             }
     return RF_ERR(RF_CODE_UNSUPPORTED,
-                  "%s: dtype '%s' is not supported (use <f2, <f4, <f8, <i4, <i8, |u1 or |b1)",
-                  path, descr);
+                  "%s: dtype '%s' is not supported (use <f2, <f4, <f8, <i4, <i8, |u1 or |b1)", path,
+                  descr);
 }
 
-static rf_status_t rf_read_exact(FILE *f, void *buf, size_t n, const char *path,
-                                 const char *what) {
+static rf_status_t rf_read_exact(FILE *f, void *buf, size_t n, const char *path, const char *what) {
     if (n && fread(buf, 1, n, f) != n)
         return RF_ERR(RF_CODE_PARSE_ERROR, "%s: file ends inside the %s", path, what);
     return RF_OK;
 }
 
-static rf_status_t rf_npy_read_open(rf_allocator_t a, FILE *f, const char *path,
-                                    rf_tensor_t *out) {
+static rf_status_t rf_npy_read_open(rf_allocator_t a, FILE *f, const char *path, rf_tensor_t *out) {
     unsigned char pre[10];
     char *header = NULL;
     rf_status_t st;
@@ -228,11 +225,10 @@ static rf_status_t rf_npy_read_open(rf_allocator_t a, FILE *f, const char *path,
         hlen = (size_t)pre[0] | (size_t)pre[1] << 8;
     } else if (major == 2 || major == 3) {
         RF_RETURN_IF_ERROR_PLAIN(rf_read_exact(f, pre, 4, path, "header length"));
-        hlen = (size_t)pre[0] | (size_t)pre[1] << 8 | (size_t)pre[2] << 16 |
-               (size_t)pre[3] << 24;
+        hlen = (size_t)pre[0] | (size_t)pre[1] << 8 | (size_t)pre[2] << 16 | (size_t)pre[3] << 24;
     } else {
-        return RF_ERR(RF_CODE_UNSUPPORTED, "%s: .npy format version %d.%d is not supported",
-                      path, major, minor);
+        return RF_ERR(RF_CODE_UNSUPPORTED, "%s: .npy format version %d.%d is not supported", path,
+                      major, minor);
     }
     if (hlen > (1u << 20))
         return RF_ERR(RF_CODE_PARSE_ERROR, "%s: header length %zu is implausibly large", path,
@@ -286,8 +282,8 @@ rf_status_t rf_npy_read(rf_allocator_t a, const char *path, rf_tensor_t *out_ten
     memset(out_tensor, 0, sizeof *out_tensor);
     FILE *f = fopen(path, "rb");
     if (!f)
-        return RF_ERR(errno == ENOENT ? RF_CODE_NOT_FOUND : RF_CODE_IO_ERROR,
-                      "%s: cannot open: %s", path, strerror(errno));
+        return RF_ERR(errno == ENOENT ? RF_CODE_NOT_FOUND : RF_CODE_IO_ERROR, "%s: cannot open: %s",
+                      path, strerror(errno));
     struct stat sb;
     rf_status_t st;
     if (fstat(fileno(f), &sb) == 0 && !S_ISREG(sb.st_mode))
@@ -300,16 +296,25 @@ rf_status_t rf_npy_read(rf_allocator_t a, const char *path, rf_tensor_t *out_ten
 
 static const char *rf_npy_descr(rf_dtype_t dtype) {
     switch (dtype) {
-    case RF_DTYPE_F16: return "<f2";
-    case RF_DTYPE_F32: return "<f4";
-    case RF_DTYPE_F64: return "<f8";
-    case RF_DTYPE_I32: return "<i4";
-    case RF_DTYPE_I64: return "<i8";
-    case RF_DTYPE_I8: return "|i1";
-    case RF_DTYPE_U8: return "|u1";
-    case RF_DTYPE_BOOL: return "|b1";
+    case RF_DTYPE_F16:
+        return "<f2";
+    case RF_DTYPE_F32:
+        return "<f4";
+    case RF_DTYPE_F64:
+        return "<f8";
+    case RF_DTYPE_I32:
+        return "<i4";
+    case RF_DTYPE_I64:
+        return "<i8";
+    case RF_DTYPE_I8:
+        return "|i1";
+    case RF_DTYPE_U8:
+        return "|u1";
+    case RF_DTYPE_BOOL:
+        return "|b1";
     case RF_DTYPE_BF16:
-    case RF_DTYPE_UNDEFINED: break;
+    case RF_DTYPE_UNDEFINED:
+        break;
     }
     return NULL;
 }
@@ -326,8 +331,8 @@ rf_status_t rf_npy_write(const char *path, const rf_tensor_t *t) {
                       path, t->nbytes,
                       (unsigned long long)((uint64_t)numel * rf_dtype_size(t->dtype)));
     char dict[256];
-    int n = snprintf(dict, sizeof dict, "{'descr': '%s', 'fortran_order': False, 'shape': (",
-                     descr);
+    int n =
+        snprintf(dict, sizeof dict, "{'descr': '%s', 'fortran_order': False, 'shape': (", descr);
     for (int i = 0; i < t->shape.rank; i++)
         n += snprintf(dict + n, sizeof dict - (size_t)n, "%lld,%s", (long long)t->shape.dims[i],
                       t->shape.rank > 1 && i + 1 < t->shape.rank ? " " : "");
@@ -350,8 +355,7 @@ rf_status_t rf_npy_write(const char *path, const rf_tensor_t *t) {
     pre[9] = (unsigned char)(hlen >> 8);
     FILE *f = fopen(path, "wb");
     if (!f)
-        return RF_ERR(RF_CODE_IO_ERROR, "%s: cannot open for writing: %s", path,
-                      strerror(errno));
+        return RF_ERR(RF_CODE_IO_ERROR, "%s: cannot open for writing: %s", path, strerror(errno));
     int ok = fwrite(pre, 1, 10, f) == 10 && fwrite(dict, 1, (size_t)n, f) == (size_t)n;
     for (size_t i = 0; ok && i < pad; i++)
         ok = fputc(' ', f) != EOF;

@@ -33,7 +33,7 @@ static void test_closed_form(void) {
     CHECK(rf_f32_to_f16(0x1p-24f) == 0x0001);
     CHECK(rf_f32_to_f16(0x1p-25f) == 0x0000);
     CHECK(rf_f32_to_f16(0x1p-25f * 1.5f) == 0x0001);
-    CHECK(rf_f32_to_f16(3 * 0x1p-25f) == 0x0002); /* 1.5 * 2^-24: tie to even (2) */
+    CHECK(rf_f32_to_f16(3 * 0x1p-25f) == 0x0002);                /* 1.5 * 2^-24: tie to even (2) */
     CHECK(rf_round_f16(0x1p-14 - 0x1p-24) == 0x1p-14 - 0x1p-24); /* largest subnormal */
     CHECK(rf_f16_to_f32(0x03ff) == 0x1p-14f - 0x1p-24f);
     CHECK(rf_f16_to_f32(0x0001) == 0x1p-24f);
@@ -51,7 +51,7 @@ static void test_closed_form(void) {
     CHECK(isnan(rf_f16_to_f32(0x7c01)));
     CHECK(isnan(rf_round_f16(NAN)));
     /* fp32 rounding of doubles. */
-    CHECK(rf_round_f32(1.0 + 0x1p-24) == 1.0);             /* tie to even */
+    CHECK(rf_round_f32(1.0 + 0x1p-24) == 1.0);               /* tie to even */
     CHECK(rf_round_f32(1.0 + 3 * 0x1p-24) == 1.0 + 0x1p-22); /* tie to even, up */
     CHECK(rf_round_f32(0.1) == (double)0.1f);
     CHECK(rf_round_f32(ldexp(1.0, 128) - ldexp(1.0, 104)) == (double)FLT_MAX);

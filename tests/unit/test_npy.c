@@ -100,13 +100,16 @@ static void test_numpy_headers(void) {
         const char *dict;
         size_t total; /* header bytes including magic, length and newline */
     } cases[] = {
-        {RF_DTYPE_F32, {2, {2, 3}}, "{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }",
+        {RF_DTYPE_F32,
+         {2, {2, 3}},
+         "{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }",
          128},
-        {RF_DTYPE_I64, {1, {5}}, "{'descr': '<i8', 'fortran_order': False, 'shape': (5,), }",
-         128},
+        {RF_DTYPE_I64, {1, {5}}, "{'descr': '<i8', 'fortran_order': False, 'shape': (5,), }", 128},
         {RF_DTYPE_F64, {0, {0}}, "{'descr': '<f8', 'fortran_order': False, 'shape': (), }", 128},
-        {RF_DTYPE_BOOL, {3, {2, 0, 3}},
-         "{'descr': '|b1', 'fortran_order': False, 'shape': (2, 0, 3), }", 128},
+        {RF_DTYPE_BOOL,
+         {3, {2, 0, 3}},
+         "{'descr': '|b1', 'fortran_order': False, 'shape': (2, 0, 3), }",
+         128},
     };
     rf_allocator_t a = rf_allocator_system();
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
@@ -181,8 +184,8 @@ static void test_errors(void) {
                     "lacks 'fortran_order'");
     expect_read_err("{'descr': '<f4', 'fortran_order': False, 'shape': (2,), 'x': 1}", 1, 8,
                     RF_CODE_PARSE_ERROR, "unexpected or repeated key 'x'");
-    expect_read_err("{'descr': '<f4', 'descr': '<f4', 'fortran_order': False, 'shape': (2,)}", 1,
-                    8, RF_CODE_PARSE_ERROR, "repeated key 'descr'");
+    expect_read_err("{'descr': '<f4', 'descr': '<f4', 'fortran_order': False, 'shape': (2,)}", 1, 8,
+                    RF_CODE_PARSE_ERROR, "repeated key 'descr'");
     expect_read_err("{'descr': '<f4', 'fortran_order': False, 'shape': (2,", 1, 8,
                     RF_CODE_PARSE_ERROR, "malformed 'shape'");
     expect_read_err("{'descr': '<f4', 'fortran_order': False, 'shape': (-2,)}", 1, 8,
@@ -194,8 +197,8 @@ static void test_errors(void) {
     expect_read_err("{'descr': '<f4', 'fortran_order': False, 'shape': "
                     "(2147483648, 2147483648, 2147483648)}",
                     1, 8, RF_CODE_SHAPE_ERROR, "more than");
-    expect_read_err("{'descr': '<f4', 'fortran_order': False, 'shape': (1,1,1,1,1,1,1,1,1)}", 1,
-                    4, RF_CODE_SHAPE_ERROR, "more than 8 dims");
+    expect_read_err("{'descr': '<f4', 'fortran_order': False, 'shape': (1,1,1,1,1,1,1,1,1)}", 1, 4,
+                    RF_CODE_SHAPE_ERROR, "more than 8 dims");
     expect_read_err("[1, 2, 3]", 1, 8, RF_CODE_PARSE_ERROR, "not a Python dict");
     expect_read_err("{'descr': '<f4', 'fortran_order': False, 'shape': (2,)} junk", 1, 8,
                     RF_CODE_PARSE_ERROR, "trailing bytes");
@@ -269,8 +272,8 @@ int main(void) {
     test_versions();
     test_errors();
     test_garbage();
-    const char *names[] = {"rt.npy", "hdr.npy", "v.npy",   "bad.npy",
-                           "magic.npy", "g.npy",  "bf16.npy"};
+    const char *names[] = {"rt.npy",    "hdr.npy", "v.npy",   "bad.npy",
+                           "magic.npy", "g.npy",   "bf16.npy"};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
         remove(tmp_path(names[i]));
     rmdir(g_dir);
