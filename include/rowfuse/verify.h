@@ -9,6 +9,13 @@
  *   node 7 'mean' (ReduceMean over axis 0): output row depends on every input row;
  *   row-owned graphs may reduce only over features
  *
+ * Shapes: rf_verify takes a const graph and does not infer; call rf_graph_infer_shapes
+ * first (the CLI does). Check (b) then re-runs every node's shape rule and rejects any value
+ * without a static shape or whose stored shape/dtype differs (RF_CODE_SHAPE_ERROR). The
+ * row dim is dim 0 of the first graph input that is not an initializer; every other input
+ * must have the same extent on axis 0. Check order: (a) for all nodes, then (b), then (c),
+ * so an unknown op is reported before anything downstream of it.
+ *
  * Status codes: RF_CODE_ROW_VIOLATION / RF_CODE_UNSUPPORTED / RF_CODE_SHAPE_ERROR for a
  * rejected graph (CLI exit 1); other codes mean unusable input (CLI exit 2).
  *
