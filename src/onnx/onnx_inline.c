@@ -130,7 +130,9 @@ static rf_status_t rf_expand_call(rf_flat_t *fl, const Onnx__FunctionProto *f,
         for (size_t i = 0; i < inner->n_output; i++)
             RF_RETURN_IF_ERROR_PLAIN(
                 rf_map_name(fl->arena, f, call, prefix, inner->output[i], &copy->output[i]));
-        RF_RETURN_IF_ERROR_PLAIN(rf_join(fl->arena, prefix, rf_onnx_str(inner->name), &copy->name));
+        RF_RETURN_IF_ERROR_PLAIN(rf_join(
+            fl->arena, prefix,
+            rf_onnx_str(inner->name)[0] ? inner->name : rf_onnx_str(inner->op_type), &copy->name));
         /* Attributes: resolve references to the caller's attributes; drop unresolved ones
          * (the op's default applies, as in ONNX). */
         RF_RETURN_IF_ERROR_PLAIN(rf_arena_alloc(
