@@ -1,0 +1,82 @@
+#!/usr/bin/env bash
+# The GPU check, run on the GPU machine in one call from the repository root, after
+# tests/gpu/prepare.sh made build-gpu/ on the build machine (see there for what to carry):
+#   1. the runtime's no-GPU unit test (it hides the GPU from itself),
+#   2. `rowfuse check` on every package at its shapes (build-gpu/shapes.txt) plus 1 and
+#      4096 rows of the 49x48x96 package: every schedule and cuBLASLt, graph replay into a
+#      NaN-poisoned Y, compared with the CPU reference (mixed precision),
+#   3. compute-sanitizer memcheck, racecheck, synccheck and initcheck on the rowfuse kernels
+#      (all three schedules) at the first three shapes (49x48x96 has a partial row tile,
+#      100x40x72 partial tiles in every dimension), requiring zero errors,
+#   4. a table (last), and JSON + logs under $OUT (default out/gpu).
+# Exit status 0 only when everything passed.
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+B=build-gpu
+OUT=${OUT:-out/gpu}
+mkdir -p "$OUT"
+T0=$SECONDS
+
+CUDA_LIB=/usr/local/cuda/lib64
+LD="$PWD/$B/lib:$CUDA_LIB"
+if [ ! -e "$CUDA_LIB/libcublasLt.so.13" ]; then
+    PIPLIB=$(python3 -c 'import nvidia.cublas, os; print(os.path.join(list(nvidia.cublas.__path__)[0], "lib"))' 2>/dev/null || true)
+    [ -n "$PIPLIB" ] && LD="$LD:$PIPLIB"
+fi
+export LD_LIBRARY_PATH="$LD${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+
+CHK="$B/bin/rowfuse check"
+[ -x "$B/bin/rowfuse" ] || CHK="$B/bin/rowfuse-check"
+echo "== $(date -u +%FT%TZ) $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>&1 | head -1); check program: $CHK"
+
+echo "== 1. unit test (no GPU visible to it)"
+(cd "$B/bin" && ./test_runtime_nogpu) >"$OUT/unit.log" 2>&1
+UNIT_RC=$?
+tail -2 "$OUT/unit.log"
+
+echo "== 2. check"
+SHAPES=""
+PKGS=()
+MISSING=0
+while read -r rows c h; do
+    SHAPES="$SHAPES${SHAPES:+,}${rows}x${c}x${h}"
+    if [ -f "$B/pkgs/c${c}_h${h}/plan.json" ]; then
+        PKGS+=("$B/pkgs/c${c}_h${h}")
+    else
+        echo "  no package for ${c}x${h} (its build failed): cuBLASLt only"
+        MISSING=$((MISSING + 1))
+    fi
+done <"$B/shapes.txt"
+SHAPES="$SHAPES,1x48x96,4096x48x96"
+$CHK "${PKGS[@]}" --shapes "$SHAPES" --seed "${SEED:-20261202}" --json "$OUT/check.json" \
+    >"$OUT/check.log" 2>&1
+CHECK_RC=$?
+grep -E "FAIL|ERROR" "$OUT/check.log" | head -20
+tail -1 "$OUT/check.log"
+echo "  check exit $CHECK_RC after $((SECONDS - T0)) s"
+
+echo "== 3. compute-sanitizer"
+: >"$OUT/sanitizer.log"
+: >"$OUT/sanitizer.tsv"
+head -3 "$B/shapes.txt" | while read -r rows c h; do
+    pkg="$B/pkgs/c${c}_h${h}"
+    for tool in memcheck racecheck synccheck initcheck; do
+        t1=$SECONDS
+        {
+            echo "### $tool ${rows}x${c}x${h}"
+            timeout 60 compute-sanitizer --tool "$tool" --error-exitcode 99 $CHK "$pkg" \
+                --shapes "$rows" --variants persistent-smem,persistent-gmem,conventional
+            echo "### exit $?"
+        } >"$OUT/san.tmp" 2>&1
+        cat "$OUT/san.tmp" >>"$OUT/sanitizer.log"
+        rc=$(sed -n 's/^### exit \([0-9]*\)$/\1/p' "$OUT/san.tmp")
+        errs=$(grep -Eo 'ERROR SUMMARY: [0-9]+' "$OUT/san.tmp" | grep -Eo '[0-9]+$' | tail -1)
+        [ -z "$errs" ] && errs=$(grep -Eo 'RACECHECK SUMMARY: [0-9]+ hazards? displayed \([0-9]+ errors?' "$OUT/san.tmp" | grep -Eo '\([0-9]+' | tr -d '(' | tail -1)
+        printf '%s\t%s\t%s\t%s\t%s\n' "${rows}x${c}x${h}" "$tool" "${errs:-?}" "$rc" "$((SECONDS - t1))" >>"$OUT/sanitizer.tsv"
+        echo "  $tool ${rows}x${c}x${h}: errors=${errs:-?} exit=$rc ($((SECONDS - t1)) s)"
+    done
+done
+rm -f "$OUT/san.tmp"
+
+echo "== 4. summary after $((SECONDS - T0)) s"
+python3 tests/gpu/summarize.py "$OUT" "$UNIT_RC" "$CHECK_RC" "$MISSING"
