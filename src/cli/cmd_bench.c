@@ -1,8 +1,122 @@
-/* `rowfuse bench`: placeholder until the benchmark harness lands (src/bench/). */
+/* `rowfuse bench PKGDIR --c [--rows N] [--seed S] [--rounds R] [--obs K] [--tol T]
+ *  [--git-rev REV] [-o out.json]`: the benchmark of BENCHMARKING.md from a C host (the
+ * empty floor, the package's schedules and cuBLASLt; see src/bench/c_bench.h). Progress
+ * lines go to stderr, the JSON to -o (default stdout). The Python variants (PyTorch,
+ * torch.compile, Triton) are `python -m rowfuse.bench`; `python -m rowfuse.report`
+ * merges both. Built without CUDA, the command says so. */
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
 #include "commands.h"
 
+#ifdef RF_HAVE_BENCH
+#include "bench/c_bench.h"
+#endif
+
+static int rf_bench_usage(const char *why) {
+    fprintf(stderr,
+            "rowfuse bench: %s\nusage: rowfuse bench PKGDIR --c [--rows N] [--seed S] "
+            "[--rounds R] [--obs K] [--tol T] [--git-rev REV] [-o out.json]\n",
+            why);
+    return 2;
+}
+
+static int rf_bench_parse_ll(const char *s, long long lo, long long *out) {
+    char *end = NULL;
+    errno = 0;
+    long long v = strtoll(s, &end, 10);
+    if (errno || !end || *end || end == s || v < lo)
+        return -1;
+    *out = v;
+    return 0;
+}
+
+#ifdef RF_HAVE_BENCH
+static void rf_bench_progress(void *ctx, const char *line) {
+    (void)ctx;
+    fprintf(stderr, "[bench --c] %s\n", line);
+}
+#endif
+
 int rf_cmd_bench(int argc, char **argv) {
-    (void)argc;
-    (void)argv;
-    return rf_cli_report("bench", RF_ERR(RF_CODE_UNSUPPORTED, "the bench job is not built yet"));
+    const char *pkg = NULL, *out_path = NULL, *git = NULL;
+    int c_host = 0;
+    long long rows = 0, seed = -1, rounds = 5, obs = 200;
+    double tol = 1e-2;
+    for (int i = 0; i < argc; i++) {
+        const char *a = argv[i];
+        const char *val = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(a, "--c")) {
+            c_host = 1;
+        } else if (!strcmp(a, "--rows") || !strcmp(a, "--seed") || !strcmp(a, "--rounds") ||
+                   !strcmp(a, "--obs")) {
+            long long *dst = !strcmp(a, "--rows")     ? &rows
+                             : !strcmp(a, "--seed")   ? &seed
+                             : !strcmp(a, "--rounds") ? &rounds
+                                                      : &obs;
+            if (!val || rf_bench_parse_ll(val, !strcmp(a, "--seed") ? 0 : 1, dst))
+                return rf_bench_usage("expected a positive integer after --rows/--rounds/--obs "
+                                      "(or >= 0 after --seed)");
+            i++;
+        } else if (!strcmp(a, "--tol")) {
+            char *end = NULL;
+            if (!val || !((tol = strtod(val, &end)) > 0) || *end)
+                return rf_bench_usage("expected a positive number after --tol");
+            i++;
+        } else if (!strcmp(a, "-o") || !strcmp(a, "--git-rev")) {
+            if (!val)
+                return rf_bench_usage("missing value after -o / --git-rev");
+            if (!strcmp(a, "-o"))
+                out_path = val;
+            else
+                git = val;
+            i++;
+        } else if (a[0] == '-') {
+            fprintf(stderr, "rowfuse bench: unknown option '%s'\n", a);
+            return rf_bench_usage("see usage");
+        } else if (!pkg) {
+            pkg = a;
+        } else {
+            return rf_bench_usage("only one package directory");
+        }
+    }
+    if (!pkg)
+        return rf_bench_usage("missing PKGDIR (a directory made by `rowfuse compile`)");
+    if (!c_host)
+        return rf_bench_usage("only the C host is run from here (--c); the Python variants are "
+                              "`python -m rowfuse.bench`");
+#ifndef RF_HAVE_BENCH
+    (void)out_path;
+    (void)git;
+    return rf_cli_report("bench", RF_ERR(RF_CODE_UNSUPPORTED,
+                                         "this rowfuse was built without CUDA: bench --c "
+                                         "needs the CUDA runtime (src/runtime) and a GPU"));
+#else
+    rf_bench_c_options_t o;
+    rf_bench_c_options_default(&o);
+    o.pkg_dir = pkg;
+    o.rows = rows;
+    o.seed = seed >= 0 ? (uint64_t)seed : (uint64_t)time(NULL) ^ ((uint64_t)clock() << 20);
+    o.timing.rounds = (int)rounds;
+    o.timing.observations = (int)obs;
+    o.tol = tol;
+    o.git_revision = git ? git : getenv("ROWFUSE_GIT_REV");
+    o.progress = rf_bench_progress;
+    FILE *f = out_path ? fopen(out_path, "w") : stdout;
+    if (!f)
+        return rf_cli_report("bench", RF_ERR(RF_CODE_IO_ERROR, "cannot open %s for writing: %s",
+                                             out_path, strerror(errno)));
+    rf_status_t st = rf_bench_c_run(rf_allocator_system(), &o, f);
+    if (out_path && fclose(f) != 0 && !st)
+        st = RF_ERR(RF_CODE_IO_ERROR, "writing %s failed", out_path);
+    if (st)
+        return rf_cli_report("bench", st);
+    if (out_path)
+        fprintf(stderr, "[bench --c] wrote %s\n", out_path);
+    return 0;
+#endif
 }

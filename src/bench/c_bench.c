@@ -1,0 +1,397 @@
+/* `rowfuse bench --c`: builds the variants from a package and the runtime, checks each
+ * against the fp64 reference, times them with harness.c and writes rowfuse-bench/1 JSON
+ * (see c_bench.h). The floor is our own one-empty-kernel graph (empty.cu). */
+#define _POSIX_C_SOURCE 200809L
+#include "bench/c_bench.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <string.h>
+#include <time.h>
+
+#include "bench/mlp_data.h"
+#include "rowfuse/json.h"
+#include "rowfuse/runtime.h"
+
+int rf_bench_empty_launch(void *stream); /* empty.cu */
+
+#define RF_BENCH_MAX_VARIANTS 5
+
+typedef struct rf_bench_cvar {
+    const char *name, *label;
+    rf_variant_t *variant; /* NULL for the floor */
+    rf_exec_t *exec;
+    cudaGraph_t floor_graph;
+    cudaGraphExec_t floor_exec;
+    const rf_mlp_args_t *args;
+    int ok, has_output;
+    double rel_l2, max_abs;
+    int kernel_nodes;
+    char error[400];
+} rf_bench_cvar_t;
+
+void rf_bench_c_options_default(rf_bench_c_options_t *o) {
+    memset(o, 0, sizeof(*o));
+    o->tol = 1e-2;
+    o->timing.rounds = 5;
+    o->timing.observations = 200;
+    o->timing.b2b_replays = 50;
+    o->timing.b2b_samples = 20;
+    o->timing.span_replays = 20;
+}
+
+static void rf_bench_say(const rf_bench_c_options_t *o, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+
+static void rf_bench_say(const rf_bench_c_options_t *o, const char *fmt, ...) {
+    char line[512];
+    va_list ap;
+    if (!o->progress)
+        return;
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    o->progress(o->progress_ctx, line);
+}
+
+static rf_status_t rf_bench_cuda_st(cudaError_t err, const char *what) {
+    if (err == cudaSuccess)
+        return RF_OK;
+    return RF_ERR(RF_CODE_CUDA_ERROR, "%s: %s: %s", what, cudaGetErrorName(err),
+                  cudaGetErrorString(err));
+}
+
+/* ---- enqueue callbacks ---- */
+
+static rf_status_t rf_bench_replay_exec(void *ctx, cudaStream_t s) {
+    return rf_exec_replay(((rf_bench_cvar_t *)ctx)->exec, (void *)s);
+}
+
+static rf_status_t rf_bench_launch_variant(void *ctx, cudaStream_t s) {
+    rf_bench_cvar_t *v = ctx;
+    return rf_variant_launch(v->variant, v->args, (void *)s);
+}
+
+static rf_status_t rf_bench_replay_floor(void *ctx, cudaStream_t s) {
+    return rf_bench_cuda_st(cudaGraphLaunch(((rf_bench_cvar_t *)ctx)->floor_exec, s),
+                            "cudaGraphLaunch(empty)");
+}
+
+static rf_status_t rf_bench_launch_floor(void *ctx, cudaStream_t s) {
+    (void)ctx;
+    return rf_bench_cuda_st((cudaError_t)rf_bench_empty_launch((void *)s),
+                            "launching the empty kernel");
+}
+
+/* ---- the floor graph: one empty kernel, captured and checked like every variant ---- */
+
+static rf_status_t rf_bench_floor_capture(rf_bench_cvar_t *v, cudaStream_t s) {
+    size_t nodes = 0;
+    RF_RETURN_IF_ERROR_PLAIN(rf_bench_launch_floor(v, s)); /* loads the module */
+    RF_RETURN_IF_ERROR_PLAIN(rf_bench_cuda_st(cudaStreamSynchronize(s), "cudaStreamSynchronize"));
+    RF_RETURN_IF_ERROR_PLAIN(rf_bench_cuda_st(
+        cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal), "cudaStreamBeginCapture"));
+    rf_status_t st = rf_bench_launch_floor(v, s);
+    cudaError_t err = cudaStreamEndCapture(s, &v->floor_graph);
+    RF_RETURN_IF_ERROR_PLAIN(st);
+    RF_RETURN_IF_ERROR_PLAIN(rf_bench_cuda_st(err, "cudaStreamEndCapture(empty)"));
+    RF_RETURN_IF_ERROR_PLAIN(
+        rf_bench_cuda_st(cudaGraphGetNodes(v->floor_graph, NULL, &nodes), "cudaGraphGetNodes"));
+    if (nodes != 1)
+        return RF_ERR(RF_CODE_INTERNAL, "the empty-kernel graph holds %zu nodes, expected 1",
+                      nodes);
+    v->kernel_nodes = 1;
+    return rf_bench_cuda_st(cudaGraphInstantiate(&v->floor_exec, v->floor_graph, 0),
+                            "cudaGraphInstantiate(empty)");
+}
+
+/* ---- check: poison, replay, compare ---- */
+
+static rf_status_t rf_bench_check(rf_allocator_t a, rf_bench_cvar_t *v, rf_mlp_buffers_t *b,
+                                  const rf_bench_mlp_data_t *d, double tol, cudaStream_t s) {
+    size_t n = (size_t)d->rows * (size_t)d->channels;
+    float *y = NULL;
+    int finite = 0;
+    RF_RETURN_IF_ERROR_PLAIN(rf_alloc(a, n * sizeof(float), "Y copy", (void **)&y));
+    rf_status_t st = rf_mlp_buffers_poison(b, (void *)s);
+    if (!st)
+        st = rf_exec_replay(v->exec, (void *)s);
+    if (!st)
+        st = rf_stream_sync((void *)s);
+    if (!st)
+        st = rf_mlp_buffers_download_y(b, y);
+    if (!st) {
+        v->rel_l2 = rf_bench_rel_l2(y, d->y_ref, n, &finite);
+        v->max_abs = 0.0;
+        for (size_t i = 0; finite && i < n; i++) {
+            double e = fabs((double)y[i] - d->y_ref[i]);
+            v->max_abs = e > v->max_abs ? e : v->max_abs;
+        }
+        if (!finite)
+            st = RF_ERR(RF_CODE_MISMATCH, "replay left non-finite values in Y (the poisoned "
+                                          "output was not fully written)");
+        else if (!(v->rel_l2 <= tol))
+            st =
+                RF_ERR(RF_CODE_MISMATCH, "rel. L2 error %.3g exceeds tolerance %g", v->rel_l2, tol);
+    }
+    rf_free(a, y);
+    return st;
+}
+
+/* ---- JSON ---- */
+
+static void rf_bench_json_summary(rf_json_writer_t *w, const char *key,
+                                  const rf_bench_summary_t *s) {
+    rf_json_key(w, key);
+    rf_json_object_begin(w);
+    rf_json_key_int(w, "count", (int64_t)s->count);
+    rf_json_key_double(w, "median", s->median);
+    rf_json_key_double(w, "p10", s->p10);
+    rf_json_key_double(w, "p90", s->p90);
+    rf_json_key_double(w, "mean", s->mean);
+    rf_json_key_double(w, "min", s->min);
+    rf_json_key_double(w, "max", s->max);
+    rf_json_object_end(w);
+}
+
+static void rf_bench_json_variant(rf_json_writer_t *w, const rf_bench_cvar_t *v,
+                                  const rf_bench_timing_t *t, double tol) {
+    rf_json_object_begin(w);
+    rf_json_key_string(w, "name", v->name);
+    rf_json_key_string(w, "label", v->label);
+    rf_json_key_string(w, "note", v->variant ? rf_variant_note(v->variant) : "");
+    if (!v->ok || !t) {
+        rf_json_key_string(w, "error", v->error[0] ? v->error : "not measured");
+        rf_json_object_end(w);
+        return;
+    }
+    rf_json_key_int(w, "kernel_nodes", v->kernel_nodes);
+    if (t->have_span)
+        rf_json_key_int(w, "kernels", t->span_kernels);
+    rf_json_key(w, "check");
+    rf_json_object_begin(w);
+    rf_json_key_bool(w, "passed", 1);
+    if (v->has_output) {
+        rf_json_key_bool(w, "finite", 1);
+        rf_json_key_double(w, "rel_l2", v->rel_l2);
+        rf_json_key_double(w, "max_abs", v->max_abs);
+        rf_json_key_double(w, "tol", tol);
+    } else {
+        rf_json_key_string(w, "note", "no output (floor)");
+    }
+    rf_json_object_end(w);
+    rf_json_key(w, "graph");
+    rf_json_object_begin(w);
+    rf_bench_json_summary(w, "event_us", &t->graph_event);
+    rf_bench_json_summary(w, "host_us", &t->graph_host);
+    rf_bench_json_summary(w, "b2b_us", &t->b2b);
+    if (t->have_span)
+        rf_bench_json_summary(w, "span_us", &t->span);
+    else {
+        rf_json_key(w, "span_us");
+        rf_json_null(w);
+        rf_json_key_string(w, "span_note", t->span_note);
+    }
+    rf_json_object_end(w);
+    rf_json_key(w, "eager");
+    rf_json_object_begin(w);
+    rf_bench_json_summary(w, "event_us", &t->eager_event);
+    rf_bench_json_summary(w, "host_us", &t->eager_host);
+    rf_json_object_end(w);
+    rf_json_object_end(w);
+}
+
+static rf_status_t rf_bench_write_json(FILE *f, const rf_bench_c_options_t *o,
+                                       const rf_device_info_t *info, const rf_bench_mlp_data_t *d,
+                                       rf_bench_cvar_t *vars, int nvars,
+                                       const rf_bench_timing_t *timings, const int *timing_of) {
+    rf_json_writer_t w;
+    char date[32];
+    time_t now = time(NULL);
+    struct tm tmv;
+    gmtime_r(&now, &tmv);
+    strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%S+00:00", &tmv);
+    rf_json_writer_init_file(&w, f, 1);
+    rf_json_object_begin(&w);
+    rf_json_key_string(&w, "schema", "rowfuse-bench/1");
+    rf_json_key_string(&w, "tool", "c");
+    rf_json_key_string(&w, "date", date);
+    rf_json_key_string(&w, "git_revision", o->git_revision ? o->git_revision : "unknown");
+    rf_json_key_int(&w, "seed", (int64_t)o->seed);
+    rf_json_key_string(&w, "package", o->pkg_dir);
+    rf_json_key(&w, "gpu");
+    rf_json_object_begin(&w);
+    rf_json_key_string(&w, "name", info->name);
+    rf_json_key_int(&w, "sm_count", info->sm_count);
+    char drv[32];
+    snprintf(drv, sizeof drv, "CUDA %d.%d", info->driver_version / 1000,
+             (info->driver_version % 1000) / 10);
+    rf_json_key_string(&w, "driver", drv);
+    rf_json_key_int(&w, "cuda_runtime", info->runtime_version);
+    rf_json_key_int(&w, "sm_clock_khz", info->clock_khz);
+    rf_json_key_int(&w, "mem_clock_khz", info->mem_clock_khz);
+    rf_json_object_end(&w);
+    rf_json_key(&w, "method");
+    rf_json_object_begin(&w);
+    rf_json_key_int(&w, "rounds", o->timing.rounds);
+    rf_json_key_int(&w, "observations", o->timing.observations);
+    rf_json_key_int(&w, "b2b_replays", o->timing.b2b_replays);
+    rf_json_key_int(&w, "b2b_samples", o->timing.b2b_samples);
+    rf_json_key_int(&w, "span_replays", o->timing.span_replays);
+    rf_json_key_double(&w, "tolerance_rel_l2", o->tol);
+    rf_json_key_string(&w, "event", "CUDA events around one cudaGraphLaunch / eager launch");
+    rf_json_key_string(&w, "host", "CLOCK_MONOTONIC from before the launch to after sync");
+    rf_json_key_string(&w, "span", "CUPTI concurrent-kernel records: first start to last end");
+    rf_json_object_end(&w);
+    rf_json_key(&w, "runs");
+    rf_json_array_begin(&w);
+    rf_json_object_begin(&w);
+    rf_json_key(&w, "shape");
+    rf_json_object_begin(&w);
+    rf_json_key_int(&w, "rows", d->rows);
+    rf_json_key_int(&w, "channels", d->channels);
+    rf_json_key_int(&w, "hidden", d->hidden);
+    rf_json_object_end(&w);
+    rf_json_key_int(&w, "seed", (int64_t)o->seed);
+    rf_json_key(&w, "variants");
+    rf_json_array_begin(&w);
+    for (int i = 0; i < nvars; i++)
+        rf_bench_json_variant(&w, &vars[i], timing_of[i] >= 0 ? &timings[timing_of[i]] : NULL,
+                              o->tol);
+    rf_json_array_end(&w);
+    rf_json_object_end(&w);
+    rf_json_array_end(&w);
+    rf_json_object_end(&w);
+    return rf_json_writer_finish(&w);
+}
+
+/* ---- the run ---- */
+
+static const char *const rf_bench_c_names[RF_BENCH_MAX_VARIANTS][2] = {
+    {"empty", "empty kernel (floor)"},
+    {"conventional", "conventional CuTe + graph"},
+    {"persistent-smem", "persistent-smem + graph"},
+    {"persistent-gmem", "persistent-gmem + graph"},
+    {"cublaslt", "cuBLASLt (C) + graph"},
+};
+
+static void rf_bench_record_error(rf_bench_cvar_t *v, rf_status_t st) {
+    snprintf(v->error, sizeof v->error, "%s: %s", rf_code_name(rf_status_code(st)),
+             rf_status_message(st));
+    rf_status_free(st);
+    v->ok = 0;
+}
+
+rf_status_t rf_bench_c_run(rf_allocator_t a, const rf_bench_c_options_t *o, FILE *json_out) {
+    rf_device_info_t info;
+    rf_pkg_t *pkg = NULL;
+    rf_bench_mlp_data_t *d = NULL;
+    rf_mlp_buffers_t bufs;
+    int have_bufs = 0;
+    void *stream = NULL;
+    rf_bench_cvar_t vars[RF_BENCH_MAX_VARIANTS];
+    rf_bench_item_t items[RF_BENCH_MAX_VARIANTS];
+    rf_bench_timing_t timings[RF_BENCH_MAX_VARIANTS];
+    int timing_of[RF_BENCH_MAX_VARIANTS], nitems = 0;
+    rf_status_t st;
+
+    if (!o || !o->pkg_dir || !json_out)
+        return RF_ERR(RF_CODE_INVALID_ARGUMENT, "rf_bench_c_run: options, package and output "
+                                                "are required");
+    memset(vars, 0, sizeof vars);
+    RF_RETURN_IF_ERROR(rf_device_open(0, &info), "bench --c");
+    rf_status_t cupti = rf_bench_span_init();
+    if (cupti) {
+        rf_bench_say(o, "CUPTI unavailable, no GPU span: %s", rf_status_message(cupti));
+        rf_status_free(cupti);
+    }
+    if ((st = rf_pkg_load(a, o->pkg_dir, &pkg)))
+        goto done;
+    int64_t rows = o->rows > 0 ? o->rows : rf_pkg_rows(pkg);
+    int64_t C = rf_pkg_channels(pkg), H = rf_pkg_hidden(pkg);
+    rf_bench_say(o, "%lldx%lldx%lld: package %s, seed %llu", (long long)rows, (long long)C,
+                 (long long)H, o->pkg_dir, (unsigned long long)o->seed);
+    if ((st = rf_bench_mlp_data_create(a, rows, C, H, o->seed, &d)) ||
+        (st = rf_mlp_buffers_alloc(rows, C, H, &bufs)))
+        goto done;
+    have_bufs = 1;
+    if ((st = rf_mlp_buffers_upload(&bufs, d->x, d->w1, d->b1, d->w2, d->b2)) ||
+        (st = rf_stream_create(&stream)))
+        goto done;
+
+    for (int i = 0; i < RF_BENCH_MAX_VARIANTS; i++) {
+        rf_bench_cvar_t *v = &vars[i];
+        v->name = rf_bench_c_names[i][0];
+        v->label = rf_bench_c_names[i][1];
+        v->args = &bufs.args;
+        v->ok = 1;
+        rf_status_t vs;
+        if (i == 0) {
+            vs = rf_bench_floor_capture(v, (cudaStream_t)stream);
+        } else {
+            v->has_output = 1;
+            vs = i == 4 ? rf_variant_create_cublaslt(a, C, H, &v->variant)
+                        : rf_variant_create_pkg(a, pkg, v->name, &v->variant);
+            for (int k = 0; !vs && k < 3; k++) /* warm up outside capture */
+                vs = rf_variant_launch(v->variant, &bufs.args, stream);
+            if (!vs)
+                vs = rf_stream_sync(stream);
+            if (!vs)
+                vs = rf_exec_capture(a, v->variant, &bufs.args, stream, &v->exec);
+            if (!vs) {
+                v->kernel_nodes = rf_exec_kernel_nodes(v->exec);
+                vs = rf_bench_check(a, v, &bufs, d, o->tol, (cudaStream_t)stream);
+            }
+        }
+        if (vs) {
+            rf_bench_record_error(v, vs);
+            rf_bench_say(o, "%s: not measured: %s", v->name, v->error);
+            continue;
+        }
+        if (v->has_output)
+            rf_bench_say(o, "%s: check ok (rel. L2 %.2e, %d kernel nodes)", v->name, v->rel_l2,
+                         v->kernel_nodes);
+        items[nitems].name = v->name;
+        items[nitems].replay = i == 0 ? rf_bench_replay_floor : rf_bench_replay_exec;
+        items[nitems].replay_ctx = v;
+        items[nitems].eager = i == 0 ? rf_bench_launch_floor : rf_bench_launch_variant;
+        items[nitems].eager_ctx = v;
+        timing_of[i] = nitems++;
+    }
+    for (int i = 0; i < RF_BENCH_MAX_VARIANTS; i++)
+        if (!vars[i].ok)
+            timing_of[i] = -1;
+    rf_bench_say(o, "timing %d variants: %d rounds x %d observations, graph then eager", nitems,
+                 o->timing.rounds, o->timing.observations);
+    if ((st = rf_bench_time_items(a, &o->timing, items, nitems, (cudaStream_t)stream, timings)))
+        goto done;
+    for (int i = 0; i < RF_BENCH_MAX_VARIANTS; i++) {
+        if (timing_of[i] < 0)
+            continue;
+        const rf_bench_timing_t *t = &timings[timing_of[i]];
+        rf_bench_say(o, "%s: span %.2f us, event %.2f us, host %.2f us, b2b %.2f us", vars[i].name,
+                     t->have_span ? t->span.median : NAN, t->graph_event.median,
+                     t->graph_host.median, t->b2b.median);
+    }
+    st =
+        rf_bench_write_json(json_out, o, &info, d, vars, RF_BENCH_MAX_VARIANTS, timings, timing_of);
+done:
+    for (int i = 0; i < RF_BENCH_MAX_VARIANTS; i++) {
+        rf_exec_destroy(vars[i].exec);
+        rf_variant_destroy(vars[i].variant);
+        if (vars[i].floor_exec)
+            (void)cudaGraphExecDestroy(vars[i].floor_exec);
+        if (vars[i].floor_graph)
+            (void)cudaGraphDestroy(vars[i].floor_graph);
+    }
+    if (stream)
+        rf_stream_destroy(stream);
+    if (have_bufs)
+        rf_mlp_buffers_free(&bufs);
+    rf_bench_mlp_data_destroy(d);
+    rf_pkg_destroy(pkg);
+    return st;
+}

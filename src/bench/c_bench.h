@@ -1,0 +1,52 @@
+/* `rowfuse bench PKGDIR --c`: the benchmark of BENCHMARKING.md run from a C host.
+ *
+ * Loads a package made by `rowfuse compile`, makes fresh random inputs and weights for
+ * (rows, channels, hidden) from the seed, and measures, in one process, the empty-kernel
+ * floor, each schedule the package holds (conventional, persistent-smem,
+ * persistent-gmem) and the runtime's cuBLASLt baseline. Each is captured in a CUDA Graph
+ * and checked first (poisoned Y, one replay, rel. L2 vs the CPU fp64 reference), then
+ * timed by harness.c. The result is written as JSON, schema rowfuse-bench/1 with tool
+ * "c", the same schema as `python -m rowfuse.bench`, so `rowfuse.report` merges both.
+ *
+ * The library does not print: progress lines go to the caller's callback (may be NULL).
+ * A variant that cannot be built or fails its check is recorded with its error and the
+ * others still run; only a failure of the whole run (no GPU, unreadable package, a CUDA
+ * error while timing) is returned as a status.
+ */
+#ifndef RF_BENCH_C_BENCH_H
+#define RF_BENCH_C_BENCH_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "bench/harness.h"
+#include "rowfuse/alloc.h"
+#include "rowfuse/status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct rf_bench_c_options {
+    const char *pkg_dir;
+    int64_t rows;             /* 0: the rows the package was planned for */
+    uint64_t seed;            /* recorded in the JSON */
+    double tol;               /* rel. L2 tolerance of the check (1e-2) */
+    const char *git_revision; /* recorded; NULL -> "unknown" */
+    rf_bench_options_t timing;
+    void (*progress)(void *ctx, const char *line);
+    void *progress_ctx;
+} rf_bench_c_options_t;
+
+/* Fills the defaults of BENCHMARKING.md: 5 rounds x 200, 50 replays x 20 b2b samples,
+ * 20 span replays, tolerance 1e-2. */
+void rf_bench_c_options_default(rf_bench_c_options_t *options);
+
+/* Runs the whole benchmark and writes the JSON document to `json_out` (lent). */
+rf_status_t rf_bench_c_run(rf_allocator_t allocator, const rf_bench_c_options_t *options,
+                           FILE *json_out);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
