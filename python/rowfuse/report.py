@@ -161,6 +161,7 @@ def render_markdown(docs) -> str:
                 lines.extend(notes)
                 lines.append("")
     lines.extend(render_span_summary(docs))
+    lines.extend(render_comparison(docs))
     return "\n".join(lines) + "\n"
 
 
@@ -183,6 +184,69 @@ def render_span_summary(docs) -> list[str]:
                 cells.append("-" if not s else f"{s['median']:.2f}")
             tag = shape_tag(run["shape"])
             out.append(f"| {doc['tool']} | {tag} | " + " | ".join(cells) + " |")
+    out.append("")
+    return out
+
+
+def _median(v, mode, metric):
+    if not v or "error" in v:
+        return None
+    s = v.get(mode, {}).get(metric)
+    return s["median"] if s else None
+
+
+def render_comparison(docs, subject: str = "persistent-smem") -> list[str]:
+    """persistent-smem's GPU span over each peer's, per (host, shape), and the targets of
+    BENCHMARKING.md at 49x48x96; a ratio above 1 means rowfuse loses."""
+    out = [f"## {subject}: GPU span relative to each peer (ratio < 1: {subject} faster)", ""]
+    rows = []
+    for doc in docs:
+        for run in doc["runs"]:
+            by = {v["name"]: v for v in run["variants"]}
+            mine = _median(by.get(subject), "graph", "span_us")
+            tag = shape_tag(run["shape"])
+            if mine is None:
+                why = by.get(subject, {}).get("error", "not in this run")
+                rows.append(f"| {doc['tool']} | {tag} | not measured: {why} |")
+                continue
+            cells = []
+            for n in ORDER:
+                other = _median(by.get(n), "graph", "span_us")
+                if n in (subject, "empty") or other is None:
+                    continue
+                cells.append(f"{n} {mine / other:.2f}x{' (loses)' if mine > other else ''}")
+            rows.append(f"| {doc['tool']} | {tag} | {mine:.2f} us; " + "; ".join(cells) + " |")
+    if not rows:
+        return []
+    out += ["| host | shape | span; ratio to each peer |", "|---|---|---|"] + rows + [""]
+    out += ["Targets (BENCHMARKING.md) at 49x48x96:", ""]
+    for doc in docs:
+        for run in doc["runs"]:
+            if shape_tag(run["shape"]) != "49x48x96":
+                continue
+            by = {v["name"]: v for v in run["variants"]}
+            span = _median(by.get(subject), "graph", "span_us")
+            checks = []
+            if span is not None:
+                checks.append(("span <= 2.0 us", span, 2.0))
+                tri = _median(by.get("triton-fused"), "graph", "span_us")
+                if tri:
+                    checks.append(("span <= 0.8x Triton fused", span / tri, 0.8))
+                tc = _median(by.get("torch-compile"), "graph", "span_us")
+                if tc:
+                    checks.append(("span <= 0.35x torch.compile", span / tc, 0.35))
+            if doc["tool"] == "c":
+                ev = _median(by.get(subject), "graph", "event_us")
+                host = _median(by.get(subject), "graph", "host_us")
+                if ev is not None:
+                    checks.append(("C event interval <= 5.0 us", ev, 5.0))
+                if host is not None:
+                    checks.append(("C host completion <= 11 us", host, 11.0))
+            for name, val, lim in checks:
+                verdict = "met" if val <= lim else f"MISSED by {val / lim:.2f}x"
+                out.append(f"- {doc['tool']} host: {name}: {val:.3g} ({verdict})")
+            if not checks:
+                out.append(f"- {doc['tool']} host: {subject} not measured")
     out.append("")
     return out
 

@@ -109,3 +109,26 @@ def test_bad_file_is_a_clear_error(tmp_path, capsys):
     p.write_text("{not json")
     assert report.main([str(p), "-o", str(tmp_path / "o")]) == 2
     assert "cannot read JSON" in capsys.readouterr().err
+
+
+def test_comparison_ratios_and_targets(doc):
+    # Make persistent-smem a copy of Triton fused with half its span: ratio 0.50x, and
+    # the 49x48x96 targets follow from the numbers (2.53/2 = 1.26 us <= 2.0: met).
+    d = copy.deepcopy(doc)
+    run = d["runs"][0]
+    by = {v["name"]: v for v in run["variants"]}
+    tri = by["triton-fused"]
+    smem = copy.deepcopy(tri)
+    smem.update(name="persistent-smem", label="persistent-smem + graph")
+    span = smem["graph"]["span_us"]
+    for k in ("median", "p10", "p90", "min", "max", "mean"):
+        span[k] = span[k] / 2
+    run["variants"] = [smem if v["name"] == "persistent-smem" else v for v in run["variants"]]
+    md = "\n".join(report.render_comparison([d]))
+    assert "triton-fused 0.50x" in md
+    tc = by["torch-compile"]["graph"]["span_us"]["median"]
+    ratio = span["median"] / tc
+    assert f"torch-compile {ratio:.2f}x" in md
+    assert f"span <= 2.0 us: {span['median']:.3g} (met)" in md
+    verdict = "met" if ratio <= 0.35 else "MISSED"
+    assert f"span <= 0.35x torch.compile: {ratio:.3g} ({verdict}" in md
