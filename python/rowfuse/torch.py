@@ -143,16 +143,15 @@ def _open_device(index: int) -> None:
 def _require(t, name, dtype, shape, device):
     if not isinstance(t, torch.Tensor):
         raise ValueError(f"{name}: expected a torch.Tensor, got {type(t).__name__}")
-    if t.device.type != "cuda" or (device is not None and t.device != device):
-        raise ValueError(
-            f"{name}: expected a tensor on {device or 'a CUDA device'}, got {t.device}"
-        )
     if t.dtype != dtype:
         raise ValueError(f"{name}: expected dtype {dtype}, got {t.dtype}")
     if tuple(t.shape) != tuple(shape):
         raise ValueError(f"{name}: expected shape {tuple(shape)}, got {tuple(t.shape)}")
     if not t.is_contiguous():
         raise ValueError(f"{name}: expected a contiguous (row-major) tensor; call .contiguous()")
+    if t.device.type != "cuda" or (device is not None and t.device != device):
+        want = device or "a CUDA device"
+        raise ValueError(f"{name}: expected a tensor on {want}, got {t.device}")
 
 
 class RowfuseBlock(nn.Module):

@@ -83,3 +83,32 @@ def test_parse_shapes():
 def test_cli_rejects_missing_shape():
     with pytest.raises(SystemExit, match="--rows"):
         bench.main(["--rows", "49"])
+
+
+def test_torch_binding_rejects_bad_inputs_without_a_gpu():
+    torch = pytest.importorskip("torch")
+    from rowfuse import torch as rt
+
+    x = torch.zeros(4, 8, dtype=torch.float16)
+    with pytest.raises(ValueError, match="expected a tensor on a CUDA device, got cpu"):
+        rt._require(x, "x", torch.float16, (4, 8), None)
+    with pytest.raises(ValueError, match="expected dtype torch.float16, got torch.float32"):
+        rt._require(x.float(), "x", torch.float16, (4, 8), None)
+    with pytest.raises(ValueError, match=r"expected shape \(4, 8\), got \(8, 4\)"):
+        rt._require(x.reshape(8, 4), "x", torch.float16, (4, 8), None)
+    with pytest.raises(ValueError, match="contiguous"):
+        rt._require(x.reshape(8, 4).t(), "x", torch.float16, (4, 8), None)
+    with pytest.raises(ValueError, match="two nn.Linear"):
+        rt.compile_block(torch.nn.Linear(3, 4), rows=2)
+    bad = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.Linear(16, 9))
+    with pytest.raises(ValueError, match="C->H->C"):
+        rt.compile_block(bad, rows=2)
+    with pytest.raises(ValueError, match="schedule must be"):
+        rt.RowfuseBlock(
+            torch.zeros(8, 16),
+            torch.zeros(16),
+            torch.zeros(16, 8),
+            torch.zeros(8),
+            rows=2,
+            schedule="fastest",
+        )
