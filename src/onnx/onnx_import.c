@@ -365,8 +365,6 @@ static rf_status_t rf_create_outputs(rf_importer_t *im, int **out_outputs) {
                 rf_graph_add_value(im->g, name, RF_DTYPE_UNDEFINED, NULL, &outs[pos + i]), "%s",
                 rf_describe(n, k, desc, sizeof desc));
         }
-        /* Mark the outputs as produced so a later node cannot claim them before pass 2
-         * adds this node; the producer is set for real by rf_graph_add_node. */
         pos += n->n_output;
     }
     *out_outputs = outs;
@@ -482,7 +480,7 @@ static rf_status_t rf_import_model(rf_importer_t *im) {
     RF_RETURN_IF_ERROR_PLAIN(rf_import_initializers(im));
     RF_RETURN_IF_ERROR_PLAIN(rf_import_inputs(im));
     RF_RETURN_IF_ERROR_PLAIN(rf_onnx_flatten(im->a, &im->tmp, im->model, &im->nodes, &im->n_nodes));
-    int *outs;
+    int *outs = NULL;
     RF_RETURN_IF_ERROR_PLAIN(rf_create_outputs(im, &outs));
     RF_RETURN_IF_ERROR_PLAIN(rf_add_nodes(im, outs));
     RF_RETURN_IF_ERROR_PLAIN(rf_import_value_info(im));
