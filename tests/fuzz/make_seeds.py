@@ -1,6 +1,7 @@
 """Writes small valid ONNX models as a seed corpus for tests/fuzz/fuzz_onnx.c.
 
-Usage: python tests/fuzz/make_seeds.py OUT_DIR
+Usage: python tests/fuzz/make_seeds.py OUT_DIR  (tests/fuzz/corpus holds its output, which
+tests/fuzz/run.sh seeds the fuzzer with)
 Builds models with onnx.helper (typed and raw initializers, Constant nodes, a model-local
 function, attributes of every kind) and, if torch is importable, a tiny exported MLP.
 """
