@@ -6,7 +6,7 @@
  * projection, with either operand order for the adds) and extracts its weights; any other
  * graph is UNSUPPORTED with a message naming the first node that does not fit.
  *
- * rf_compile_package writes a package directory: weights/*.npy (W1 [C,H] and W2 [H,C]
+ * rf_compile_package writes a package directory: weights/ (W1 [C,H] and W2 [H,C]
  * rounded to fp16, biases f32), the kernels (built by kernels/build.py, which this
  * function runs as a tool), and plan.json. Ownership: nothing is retained.
  */

@@ -38,10 +38,11 @@ static rf_status_t rf_find_kernels_dir(char *buf, size_t size) {
             /* build/rowfuse -> ../kernels; build/x/rowfuse -> ../../kernels */
             const char *ups[] = {"/../kernels", "/../../kernels"};
             for (int i = 0; i < 2; i++) {
-                snprintf(probe, sizeof probe, "%s%s/build.py", exe, ups[i]);
-                if (rf_file_exists(probe)) {
-                    snprintf(buf, size, "%s%s", exe, ups[i]);
-                    return RF_OK;
+                int n1 = snprintf(probe, sizeof probe, "%s%s/build.py", exe, ups[i]);
+                if (n1 > 0 && (size_t)n1 < sizeof probe && rf_file_exists(probe)) {
+                    int n2 = snprintf(buf, size, "%s%s", exe, ups[i]);
+                    if (n2 > 0 && (size_t)n2 < size)
+                        return RF_OK;
                 }
             }
         }
