@@ -1,0 +1,522 @@
+"""CuTe DSL kernels for the rowfuse residual MLP block.
+
+    H = fp16(ReLU(X @ W1 + b1));   Y = ReLU(H @ W2 + b2 + X)
+
+One generic kernel generator, `MlpKernel`, is specialised at build time (all shapes but
+the row count are compile-time constants) into the kernels of the three schedules:
+
+- mode "fused_smem"  (persistent-smem): one launch; H stays in shared memory.
+- mode "fused_gmem"  (persistent-gmem): one launch; H goes to the global h buffer and is
+  read back by the same block (block barrier only: each block reads its own rows).
+- mode "proj1" + "proj2" (conventional): two launches through the global h buffer.
+
+Every block loops over row tiles (tile = `tile_rows` rows, grid-stride over tiles). The
+hidden dimension is processed in chunks of `hc` columns: when W1 and W2 fit in shared
+memory together there is one chunk and the weights are staged once per block; otherwise
+they are streamed chunk by chunk, double-buffered with cp.async, and each chunk of H is
+rounded to fp16 in shared memory and multiplied straight into the Y accumulator.
+
+Shared memory tiles are zero-padded to multiples of the MMA shape (rows to 16, channels
+and hidden to 16 * warps_n), with the row stride padded by 16 bytes so that ldmatrix is
+free of bank conflicts. Global memory is only read inside [rows, C] / [C, H] / [H, C].
+Tensor cores: warp-level mma.sync m16n8k16 (f16 inputs, f32 accumulators) fed by
+ldmatrix (transposed for the N-major weights).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import cuda.bindings.driver as cuda
+import cutlass
+import cutlass.cute as cute
+from cutlass.cute.nvgpu import cpasync, warp
+
+SMEM_LIMIT_SM90 = 227 * 1024  # bytes of dynamic shared memory one block may use (sm_90)
+SMEM_PAD = 8  # fp16 elements (16 bytes) added to every shared-memory row
+MAX_ACC_PER_THREAD = 128
+DEBUG = False  # fp32 accumulator registers per thread we allow
+
+
+def _roundup(x: int, m: int) -> int:
+    return (x + m - 1) // m * m
+
+
+def _vec_elems(cols: int, elem_bytes: int) -> int:
+    """Widest cp.async vector (4, 8 or 16 bytes) that divides a row of `cols` elements;
+    0 when rows are not even 4-byte multiples (then plain loads are used)."""
+    for nbytes in (16, 8, 4):
+        if (cols * elem_bytes) % nbytes == 0 and nbytes >= elem_bytes:
+            return nbytes // elem_bytes
+    return 0
+
+
+class ShapeError(ValueError):
+    """A shape that cannot be compiled (e.g. does not fit in shared memory)."""
+
+
+@dataclass(frozen=True)
+class Plan:
+    """Compile-time geometry of one kernel."""
+
+    mode: str
+    channels: int
+    hidden: int
+    tile_rows: int
+    warps_m: int
+    warps_n: int
+    cp: int  # padded channels
+    hp: int  # padded hidden
+    hc: int  # hidden chunk (multiple of 16 * warps_n, divides hp)
+    nbuf: int  # weight buffers (1 when everything fits, else 2)
+    smem_bytes: int
+
+    @property
+    def threads(self) -> int:
+        return 32 * self.warps_m * self.warps_n
+
+    @property
+    def nchunks(self) -> int:
+        return self.hp // self.hc
+
+
+MODES = ("fused_smem", "fused_gmem", "proj1", "proj2")
+
+
+def _smem_bytes(mode: str, tm: int, cp: int, hp: int, hc: int, nbuf: int) -> int:
+    uses_w1 = mode in ("fused_smem", "fused_gmem", "proj1")
+    uses_w2 = mode in ("fused_smem", "fused_gmem", "proj2")
+    uses_h = mode != "proj1"
+    b = tm * (cp + SMEM_PAD) * 2  # X tile
+    if uses_w1:
+        b += nbuf * cp * (hc + SMEM_PAD) * 2 + hp * 4
+    if uses_w2:
+        b += nbuf * hc * (cp + SMEM_PAD) * 2 + cp * 4
+    if uses_h:
+        b += (2 if mode == "proj2" and nbuf > 1 else 1) * tm * (hc + SMEM_PAD) * 2
+    return b + 64 * 8  # alignment slack of the allocator
+
+
+def make_plan(mode: str, channels: int, hidden: int, tile_rows: int) -> Plan:
+    if mode not in MODES:
+        raise ShapeError(f"unknown kernel mode '{mode}'")
+    if tile_rows not in (16, 32, 64):
+        raise ShapeError(f"tile rows must be 16, 32 or 64, got {tile_rows}")
+    if channels < 1 or hidden < 1:
+        raise ShapeError(f"channels and hidden must be >= 1, got {channels}, {hidden}")
+    cp16, hp16 = _roundup(channels, 16), _roundup(hidden, 16)
+    warps_m = tile_rows // 16
+    # warps along N: as many as divide both padded widths (no idle warps), at most 4/warps_m
+    warps_n = 1
+    for wn in (4, 3, 2):
+        if warps_m * wn <= 8 and (cp16 // 16) % wn == 0 and (hp16 // 16) % wn == 0:
+            warps_n = wn
+            break
+    step = 16 * warps_n
+    cp, hp = _roundup(channels, step), _roundup(hidden, step)
+    threads = 32 * warps_m * warps_n
+    # Y accumulator registers per thread (fused / proj2) and H chunk accumulator
+    acc_y = tile_rows * cp // threads if mode != "proj1" else 0
+    if acc_y > MAX_ACC_PER_THREAD:
+        raise ShapeError(
+            f"{mode}: channels {channels} need {acc_y} fp32 accumulators per thread "
+            f"(limit {MAX_ACC_PER_THREAD}) at tile rows {tile_rows}; use fewer tile rows"
+        )
+    # one chunk if everything fits, else the widest double-buffered chunk that fits
+    candidates = [(hp, 1)] + [(hc, 2) for hc in range(hp - step, 0, -step) if hp % hc == 0]
+    for hc, nbuf in candidates:
+        acc_h = tile_rows * hc // threads
+        if mode != "proj2" and acc_h > MAX_ACC_PER_THREAD:
+            continue
+        need = _smem_bytes(mode, tile_rows, cp, hp, hc, nbuf)
+        if need <= SMEM_LIMIT_SM90:
+            return Plan(mode, channels, hidden, tile_rows, warps_m, warps_n, cp, hp, hc, nbuf, need)
+    need = _smem_bytes(mode, tile_rows, cp, hp, step, 2)
+    raise ShapeError(
+        f"{mode}: C={channels} H={hidden} tile rows {tile_rows} does not fit: needs "
+        f"{need} bytes of shared memory even with hidden chunks of {step}, "
+        f"{SMEM_LIMIT_SM90} available per block on sm_90"
+    )
+
+
+class MlpKernel:
+    """Generates one kernel of the block for a `Plan` (see module docstring)."""
+
+    def __init__(self, plan: Plan):
+        self.p = plan
+        self.mode = plan.mode
+        self.C, self.H = plan.channels, plan.hidden
+        self.tm = plan.tile_rows
+        self.cp, self.hp, self.hc = plan.cp, plan.hp, plan.hc
+        self.nbuf, self.nchunks = plan.nbuf, plan.nchunks
+        self.threads = plan.threads
+        self.uses_w1 = self.mode in ("fused_smem", "fused_gmem", "proj1")
+        self.uses_w2 = self.mode in ("fused_smem", "fused_gmem", "proj2")
+        self.vx = _vec_elems(self.C, 2)
+        self.vh = _vec_elems(self.H, 2)
+        self.vb1 = _vec_elems(self.H, 4)
+        self.vb2 = _vec_elems(self.C, 4)
+
+    # ------------------------------------------------------------------ host side
+    @cute.jit
+    def __call__(
+        self,
+        mX: cute.Tensor,
+        mW1: cute.Tensor,
+        mB1: cute.Tensor,
+        mW2: cute.Tensor,
+        mB2: cute.Tensor,
+        mH: cute.Tensor,
+        mY: cute.Tensor,
+        rows: cutlass.Int32,
+        grid: cutlass.Int32,
+        stream: cuda.CUstream,
+    ):
+        p = self.p
+        op = warp.MmaF16BF16Op(cutlass.Float16, cutlass.Float32, (16, 8, 16))
+        tiled_mma = cute.make_tiled_mma(
+            op,
+            cute.make_layout((p.warps_m, p.warps_n, 1)),
+            permutation_mnk=(p.warps_m * 16, p.warps_n * 16, 16),
+        )
+        self.kernel(mX, mW1, mB1, mW2, mB2, mH, mY, rows, tiled_mma).launch(
+            grid=(grid, 1, 1),
+            block=(self.threads, 1, 1),
+            smem=p.smem_bytes,
+            stream=stream,
+        )
+
+    # ------------------------------------------------------------------ helpers
+    @cute.jit
+    def stage(
+        self,
+        g: cute.Tensor,
+        s: cute.Tensor,
+        row0,
+        nrows,
+        col0,
+        ncols: cutlass.Constexpr,
+        srows: cutlass.Constexpr,
+        scols: cutlass.Constexpr,
+        vec: cutlass.Constexpr,
+        tid,
+    ):
+        """Copy g[row0 + r, col0 + c] (r < nrows, c < ncols) into s[r, c] for the padded
+        smem tile [srows, scols]; everything outside is written as zero. Async (cp.async)
+        when `vec` > 0, to be completed by the caller's commit/wait/barrier."""
+        if cutlass.const_expr(vec > 0):
+            nvec_row = scols // vec
+            total = srows * nvec_row
+            atom = cute.make_copy_atom(
+                cpasync.CopyG2SOp(cache_mode=cpasync.LoadCacheMode.GLOBAL)
+                if cutlass.const_expr(vec * g.element_type.width == 128)
+                else cpasync.CopyG2SOp(),
+                g.element_type,
+                num_bits_per_copy=vec * g.element_type.width,
+            )
+            gv = cute.zipped_divide(g, (1, vec))
+            sv = cute.zipped_divide(s, (1, vec))
+            for i in cutlass.range_constexpr((total + self.threads - 1) // self.threads):
+                v = tid + i * self.threads
+                if cutlass.const_expr((i + 1) * self.threads <= total) or v < total:
+                    r = v // nvec_row
+                    cv = v - r * nvec_row
+                    dst = cute.make_tensor(sv[(None, (r, cv))].iterator, cute.make_layout(vec))
+                    if r < nrows and cv * vec < ncols:
+                        src = cute.make_tensor(
+                            gv[(None, (row0 + r, col0 // vec + cv))].iterator,
+                            cute.make_layout(vec),
+                        )
+                        cute.copy(atom, src, dst)
+                    else:
+                        dst.fill(0)
+        else:
+            total = srows * scols
+            for i in cutlass.range_constexpr((total + self.threads - 1) // self.threads):
+                v = tid + i * self.threads
+                if cutlass.const_expr((i + 1) * self.threads <= total) or v < total:
+                    r = v // scols
+                    c = v - r * scols
+                    val = g.element_type(0)
+                    if r < nrows and c < ncols:
+                        val = g[row0 + r, col0 + c]
+                    s[r, c] = val
+
+    @cute.jit
+    def stage_vec(
+        self,
+        g: cute.Tensor,
+        s: cute.Tensor,
+        col0,
+        n: cutlass.Constexpr,
+        sn: cutlass.Constexpr,
+        vec: cutlass.Constexpr,
+        tid,
+    ):
+        """1-D variant for the fp32 biases: s[c] = g[col0 + c] for c < n, else 0."""
+        g2 = cute.make_tensor(g.iterator, cute.make_layout((1, n), stride=(0, 1)))
+        s2 = cute.make_tensor(s.iterator, cute.make_layout((1, sn), stride=(0, 1)))
+        self.stage(g2, s2, 0, 1, col0, n, 1, sn, vec, tid)
+
+    # ------------------------------------------------------------------ device side
+    @cute.kernel
+    def kernel(
+        self,
+        mX: cute.Tensor,
+        mW1: cute.Tensor,
+        mB1: cute.Tensor,
+        mW2: cute.Tensor,
+        mB2: cute.Tensor,
+        mH: cute.Tensor,
+        mY: cute.Tensor,
+        rows: cutlass.Int32,
+        tiled_mma: cute.TiledMma,
+    ):
+        tm, cp, hp, hc = self.tm, self.cp, self.hp, self.hc
+        C, H = self.C, self.H
+        nbuf, nchunks = self.nbuf, self.nchunks
+        mode = self.mode
+        f16, f32 = cutlass.Float16, cutlass.Float32
+
+        tid, _, _ = cute.arch.thread_idx()
+        bid, _, _ = cute.arch.block_idx()
+        nblk, _, _ = cute.arch.grid_dim()
+
+        # ---------------- shared memory (row stride padded by 16 bytes)
+        smem = cutlass.utils.SmemAllocator()
+        sX = smem.allocate_tensor(f16, cute.make_layout((tm, cp), stride=(cp + SMEM_PAD, 1)), 16)
+        hbufs = 2 if cutlass.const_expr(mode == "proj2" and nbuf > 1) else 1
+        if cutlass.const_expr(mode != "proj1"):
+            sHall = smem.allocate_tensor(
+                f16,
+                cute.make_layout((tm, hc, hbufs), stride=(hc + SMEM_PAD, 1, tm * (hc + SMEM_PAD))),
+                16,
+            )
+        if cutlass.const_expr(self.uses_w1):
+            # W1 chunk stored [K=cp][N=hc] (N contiguous); viewed as B = (N, K)
+            sW1 = smem.allocate_tensor(
+                f16,
+                cute.make_layout((cp, hc, nbuf), stride=(hc + SMEM_PAD, 1, cp * (hc + SMEM_PAD))),
+                16,
+            )
+            sB1 = smem.allocate_tensor(f32, cute.make_layout(hp), 16)
+        if cutlass.const_expr(self.uses_w2):
+            # W2 chunk stored [K=hc][N=cp]; viewed as B = (N, K)
+            sW2 = smem.allocate_tensor(
+                f16,
+                cute.make_layout((hc, cp, nbuf), stride=(cp + SMEM_PAD, 1, hc * (cp + SMEM_PAD))),
+                16,
+            )
+            sB2 = smem.allocate_tensor(f32, cute.make_layout(cp), 16)
+
+        # ---------------- MMA partitions and ldmatrix copies
+        thr_mma = tiled_mma.get_slice(tid)
+        s2r_a = cute.make_tiled_copy_A(
+            cute.make_copy_atom(warp.LdMatrix8x8x16bOp(False, 4), f16), tiled_mma
+        )
+        s2r_b = cute.make_tiled_copy_B(
+            cute.make_copy_atom(warp.LdMatrix8x8x16bOp(True, 4), f16), tiled_mma
+        )
+        thr_s2r_a = s2r_a.get_slice(tid)
+        thr_s2r_b = s2r_b.get_slice(tid)
+
+        # coordinates of this thread's accumulator elements
+        cHc = cute.make_identity_tensor((tm, hc))
+        tCcH = thr_mma.partition_C(cHc)
+        cY = cute.make_identity_tensor((tm, cp))
+        tCcY = thr_mma.partition_C(cY)
+
+        ntiles = (rows + tm - 1) // tm
+        if cutlass.const_expr(DEBUG):
+            cute.printf("tCcH {} tCcY {}", tCcH, tCcY)
+
+        # ---------------- weights: staged once per block when they fit
+        if cutlass.const_expr(nchunks == 1):
+            if cutlass.const_expr(self.uses_w1):
+                self.stage(mW1, sW1[None, None, 0], 0, C, 0, H, cp, hc, self.vh, tid)
+                self.stage_vec(mB1, sB1, 0, H, hp, self.vb1, tid)
+            if cutlass.const_expr(self.uses_w2):
+                self.stage(mW2, sW2[None, None, 0], 0, H, 0, C, hc, cp, self.vx, tid)
+                self.stage_vec(mB2, sB2, 0, C, cp, self.vb2, tid)
+        else:
+            if cutlass.const_expr(self.uses_w1):
+                self.stage_vec(mB1, sB1, 0, H, hp, self.vb1, tid)
+            if cutlass.const_expr(self.uses_w2):
+                self.stage_vec(mB2, sB2, 0, C, cp, self.vb2, tid)
+        cute.arch.cp_async_commit_group()
+
+        for tile in cutlass.range(bid, ntiles, nblk):
+            row0 = tile * tm
+            nrows = rows - row0
+            # X tile (A of GEMM1, residual of the epilogue)
+            self.stage(mX, sX, row0, nrows, 0, C, tm, cp, self.vx, tid)
+            if cutlass.const_expr(mode == "proj2" and nchunks == 1):
+                self.stage(mH, sHall[None, None, 0], row0, nrows, 0, H, tm, hc, self.vh, tid)
+            cute.arch.cp_async_commit_group()
+
+            if cutlass.const_expr(nchunks > 1):
+                # prefetch chunk 0
+                self.load_chunk(
+                    mW1,
+                    mW2,
+                    mH,
+                    sW1 if self.uses_w1 else None,
+                    sW2 if self.uses_w2 else None,
+                    sHall if mode == "proj2" else None,
+                    0,
+                    0,
+                    row0,
+                    nrows,
+                    tid,
+                )
+                cute.arch.cp_async_commit_group()
+
+            accY = None
+            if cutlass.const_expr(mode != "proj1"):
+                accY = tiled_mma.make_fragment_C(tiled_mma.partition_shape_C((tm, cp)))
+                accY.fill(0.0)
+
+            for j in cutlass.range_constexpr(nchunks):
+                buf = j % nbuf
+                hbuf = j % hbufs
+                if cutlass.const_expr(nchunks > 1 and j + 1 < nchunks):
+                    # prefetch chunk j+1 into the other buffer, then wait for chunk j
+                    self.load_chunk(
+                        mW1,
+                        mW2,
+                        mH,
+                        sW1 if self.uses_w1 else None,
+                        sW2 if self.uses_w2 else None,
+                        sHall if mode == "proj2" else None,
+                        j + 1,
+                        (j + 1) % nbuf,
+                        row0,
+                        nrows,
+                        tid,
+                    )
+                    cute.arch.cp_async_commit_group()
+                    cute.arch.cp_async_wait_group(1)
+                else:
+                    cute.arch.cp_async_wait_group(0)
+                cute.arch.sync_threads()
+
+                if cutlass.const_expr(self.uses_w1):
+                    # ---- GEMM1 chunk: acc1[tm, hc] = X[tm, cp] @ W1[cp, chunk]
+                    sA = sX
+                    sB = cute.make_tensor(
+                        sW1[None, None, buf].iterator,
+                        cute.make_layout((hc, cp), stride=(1, hc + SMEM_PAD)),
+                    )
+                    acc1 = tiled_mma.make_fragment_C(tiled_mma.partition_shape_C((tm, hc)))
+                    acc1.fill(0.0)
+                    self.mma(tiled_mma, thr_mma, thr_s2r_a, thr_s2r_b, sA, sB, acc1)
+                    # ---- +b1, ReLU, round to fp16
+                    hfrag = cute.make_fragment_like(acc1, f16)
+                    for i in cutlass.range_constexpr(cute.size(acc1)):
+                        c = tCcH[i][1]
+                        hfrag[i] = cute.arch.fmax(acc1[i] + sB1[j * hc + c], f32(0.0)).to(f16)
+                    if cutlass.const_expr(mode == "fused_smem"):
+                        cute.autovec_copy(hfrag, thr_mma.partition_C(sHall[None, None, 0]))
+                    else:
+                        # H to the global buffer (only inside [rows, H])
+                        for i in cutlass.range_constexpr(cute.size(acc1)):
+                            r = tCcH[i][0]
+                            c = tCcH[i][1]
+                            if r < nrows and j * hc + c < H:
+                                mH[row0 + r, j * hc + c] = hfrag[i]
+                    if cutlass.const_expr(mode == "fused_gmem"):
+                        # block barrier makes this block's global H writes visible to
+                        # itself; read the tile back (L2, zero-padded)
+                        cute.arch.sync_threads()
+                        self.stage(
+                            mH,
+                            sHall[None, None, 0],
+                            row0,
+                            nrows,
+                            j * hc,
+                            min(hc, H - j * hc),
+                            tm,
+                            hc,
+                            self.vh,
+                            tid,
+                        )
+                        cute.arch.cp_async_commit_group()
+                        cute.arch.cp_async_wait_group(0)
+                    if cutlass.const_expr(mode != "proj1"):
+                        cute.arch.sync_threads()
+
+                if cutlass.const_expr(self.uses_w2):
+                    # ---- GEMM2 chunk: accY[tm, cp] += H[tm, chunk] @ W2[chunk, cp]
+                    sA2 = sHall[None, None, hbuf]
+                    sB2v = cute.make_tensor(
+                        sW2[None, None, buf].iterator,
+                        cute.make_layout((cp, hc), stride=(1, cp + SMEM_PAD)),
+                    )
+                    self.mma(tiled_mma, thr_mma, thr_s2r_a, thr_s2r_b, sA2, sB2v, accY)
+
+                if cutlass.const_expr(nchunks > 1):
+                    # everyone is done with buffer `buf` before it is refilled
+                    cute.arch.sync_threads()
+
+            if cutlass.const_expr(mode != "proj1"):
+                # ---- epilogue: Y = ReLU(acc + b2 + X), fp32, only inside [rows, C]
+                for i in cutlass.range_constexpr(cute.size(accY)):
+                    r = tCcY[i][0]
+                    c = tCcY[i][1]
+                    yv = cute.arch.fmax(accY[i] + sB2[c] + sX[r, c].to(f32), f32(0.0))
+                    if r < nrows and c < C:
+                        mY[row0 + r, c] = yv
+            # sX / sH are rewritten by the next tile
+            cute.arch.sync_threads()
+
+    @cute.jit
+    def load_chunk(
+        self,
+        mW1,
+        mW2,
+        mH,
+        sW1,
+        sW2,
+        sHall,
+        j: cutlass.Constexpr,
+        buf: cutlass.Constexpr,
+        row0,
+        nrows,
+        tid,
+    ):
+        hc, cp = self.hc, self.cp
+        hn = min(hc, self.H - j * hc)  # valid hidden columns of chunk j (may be <= 0)
+        hn = max(hn, 0)
+        if cutlass.const_expr(sW1 is not None):
+            self.stage(mW1, sW1[None, None, buf], 0, self.C, j * hc, hn, cp, hc, self.vh, tid)
+        if cutlass.const_expr(sW2 is not None):
+            self.stage(mW2, sW2[None, None, buf], j * hc, hn, 0, self.C, hc, cp, self.vx, tid)
+        if cutlass.const_expr(sHall is not None):
+            self.stage(
+                mH, sHall[None, None, buf % 2], row0, nrows, j * hc, hn, self.tm, hc, self.vh, tid
+            )
+
+    @cute.jit
+    def mma(self, tiled_mma, thr_mma, thr_s2r_a, thr_s2r_b, sA, sB, acc):
+        """acc += sA (M, K) @ sB (N, K)^T with ldmatrix + mma.sync, k-block by k-block."""
+        tCsA = thr_mma.partition_A(sA)
+        tCsB = thr_mma.partition_B(sB)
+        tCrA = tiled_mma.make_fragment_A(tCsA)
+        tCrB = tiled_mma.make_fragment_B(tCsB)
+        tCsA_v = thr_s2r_a.partition_S(sA)
+        tCrA_v = thr_s2r_a.retile(tCrA)
+        tCsB_v = thr_s2r_b.partition_S(sB)
+        tCrB_v = thr_s2r_b.retile(tCrB)
+        nk = cute.size(tCrA, mode=[2])
+        for k in cutlass.range_constexpr(nk):
+            cute.copy(thr_s2r_a, tCsA_v[None, None, k], tCrA_v[None, None, k])
+            cute.copy(thr_s2r_b, tCsB_v[None, None, k], tCrB_v[None, None, k])
+            cute.gemm(tiled_mma, acc, tCrA[None, None, k], tCrB[None, None, k], acc)
+
+
+def ceil_div(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+__all__ = ["MlpKernel", "Plan", "ShapeError", "make_plan", "MODES", "ceil_div", "math"]
