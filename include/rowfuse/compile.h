@@ -20,12 +20,12 @@ extern "C" {
 #endif
 
 typedef struct rf_mlp_block {
-    int x;          /* value index of the block input X [M, C] */
-    int y;          /* value index of the output Y [M, C] */
-    int w1, b1;     /* constant values */
+    int x;      /* value index of the block input X [M, C] */
+    int y;      /* value index of the output Y [M, C] */
+    int w1, b1; /* constant values */
     int w2, b2;
-    int w1_trans;   /* 1 if w1 is stored [H, C] (Gemm transB=1 / Linear weight) */
-    int w2_trans;   /* 1 if w2 is stored [C, H] */
+    int w1_trans; /* 1 if w1 is stored [H, C] (Gemm transB=1 / Linear weight) */
+    int w2_trans; /* 1 if w2 is stored [C, H] */
     int64_t rows, channels, hidden;
 } rf_mlp_block_t;
 
@@ -34,12 +34,12 @@ rf_status_t rf_mlp_match(const rf_graph_t *graph, rf_mlp_block_t *out_block);
 typedef struct rf_compile_options {
     const char *model_path; /* recorded in plan.json */
     const char *out_dir;
-    const char *schedule;   /* persistent-smem | persistent-gmem | conventional */
+    const char *schedule; /* persistent-smem | persistent-gmem | conventional */
     int64_t rows;
-    int tile_rows;          /* 16, 32 or 64 */
-    const char *arch;       /* "sm_90a" */
-    const char *python;     /* interpreter for the kernel generator, e.g. "python3" */
-    const char *kernels_dir;/* folder holding build.py */
+    int tile_rows;           /* 16, 32 or 64 */
+    const char *arch;        /* "sm_90a" */
+    const char *python;      /* interpreter for the kernel generator, e.g. "python3" */
+    const char *kernels_dir; /* folder holding build.py */
 } rf_compile_options_t;
 
 rf_status_t rf_compile_package(const rf_graph_t *graph, const rf_mlp_block_t *block,

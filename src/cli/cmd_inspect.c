@@ -44,8 +44,8 @@ static rf_status_t rf_walk(const char *root, const char *rel, int depth, int sas
         } else if (rf_has_suffix(child, ".o") || rf_has_suffix(child, ".so") ||
                    rf_has_suffix(child, ".cubin")) {
             char cmd[17000];
-            snprintf(cmd, sizeof cmd, "cuobjdump --dump-sass '%s' > '%s.sass' 2>/dev/null",
-                     child, child);
+            snprintf(cmd, sizeof cmd, "cuobjdump --dump-sass '%s' > '%s.sass' 2>/dev/null", child,
+                     child);
             if (strchr(child, '\'') || system(cmd) != 0)
                 st = RF_ERR(RF_CODE_NOT_FOUND,
                             "cuobjdump failed on '%s' (is the CUDA toolkit on PATH?)", child_rel);
@@ -70,24 +70,25 @@ int rf_cmd_inspect(int argc, char **argv) {
         else if (argv[i][0] != '-' && !artifact)
             artifact = argv[i];
         else
-            return rf_cli_report("inspect", RF_ERR(RF_CODE_INVALID_ARGUMENT,
-                                                   "unexpected argument '%s'", argv[i]));
+            return rf_cli_report(
+                "inspect", RF_ERR(RF_CODE_INVALID_ARGUMENT, "unexpected argument '%s'", argv[i]));
     }
     if (!pkg)
-        return rf_cli_report("inspect", RF_ERR(RF_CODE_INVALID_ARGUMENT,
-                                               "usage: rowfuse inspect PKGDIR [ARTIFACT] [--sass]"));
+        return rf_cli_report(
+            "inspect",
+            RF_ERR(RF_CODE_INVALID_ARGUMENT, "usage: rowfuse inspect PKGDIR [ARTIFACT] [--sass]"));
     if (artifact) {
         if (strstr(artifact, ".."))
-            return rf_cli_report("inspect", RF_ERR(RF_CODE_INVALID_ARGUMENT,
-                                                   "artifact path '%s' leaves the package",
-                                                   artifact));
+            return rf_cli_report("inspect",
+                                 RF_ERR(RF_CODE_INVALID_ARGUMENT,
+                                        "artifact path '%s' leaves the package", artifact));
         char path[8192];
         snprintf(path, sizeof path, "%s/%s", pkg, artifact);
         FILE *f = fopen(path, "rb");
         if (!f)
-            return rf_cli_report("inspect", RF_ERR(RF_CODE_NOT_FOUND,
-                                                   "package '%s' has no artifact '%s'", pkg,
-                                                   artifact));
+            return rf_cli_report(
+                "inspect",
+                RF_ERR(RF_CODE_NOT_FOUND, "package '%s' has no artifact '%s'", pkg, artifact));
         char buf[65536];
         size_t n;
         while ((n = fread(buf, 1, sizeof buf, f)) > 0)

@@ -17,8 +17,8 @@ static rf_status_t rf_run_check_input(const rf_graph_t *g, int i, const char *pa
     const rf_value_t *v = rf_graph_value(g, rf_graph_input(g, i));
     char want[128], got[128];
     if (!rf_shape_equal(&v->shape, &t->shape))
-        return RF_ERR(RF_CODE_SHAPE_ERROR, "%s: shape %s does not match model input '%s' %s",
-                      path, rf_shape_format(&t->shape, got, sizeof got), v->name,
+        return RF_ERR(RF_CODE_SHAPE_ERROR, "%s: shape %s does not match model input '%s' %s", path,
+                      rf_shape_format(&t->shape, got, sizeof got), v->name,
                       rf_shape_format(&v->shape, want, sizeof want));
     if (t->dtype != RF_DTYPE_F16 && t->dtype != RF_DTYPE_F32 && t->dtype != RF_DTYPE_F64)
         return RF_ERR(RF_CODE_INVALID_ARGUMENT,
@@ -46,9 +46,9 @@ int rf_cmd_run(int argc, char **argv) {
             else if (!strcmp(p, "mixed"))
                 precision = RF_PRECISION_MIXED;
             else
-                return rf_cli_report("run", RF_ERR(RF_CODE_INVALID_ARGUMENT,
-                                                   "--precision must be fp64 or mixed, not '%s'",
-                                                   p));
+                return rf_cli_report("run",
+                                     RF_ERR(RF_CODE_INVALID_ARGUMENT,
+                                            "--precision must be fp64 or mixed, not '%s'", p));
         } else if (a[0] != '-' && !model)
             model = a;
         else
@@ -76,8 +76,8 @@ int rf_cmd_run(int argc, char **argv) {
         st = RF_ERR(RF_CODE_INVALID_ARGUMENT, "%s has %d inputs, %d --input files given", model,
                     rf_graph_input_count(g), n_in);
     if (!st && n_out != rf_graph_output_count(g))
-        st = RF_ERR(RF_CODE_INVALID_ARGUMENT, "%s has %d outputs, %d --output files given",
-                    model, rf_graph_output_count(g), n_out);
+        st = RF_ERR(RF_CODE_INVALID_ARGUMENT, "%s has %d outputs, %d --output files given", model,
+                    rf_graph_output_count(g), n_out);
     for (int i = 0; !st && i < n_in; i++) {
         st = rf_npy_read(a, inputs[i], &in[i]);
         if (!st)

@@ -103,8 +103,8 @@ rf_status_t rf_mlp_match(const rf_graph_t *g, rf_mlp_block_t *out) {
     int64_t w1_in = p1.trans ? w1->shape.dims[1] : w1->shape.dims[0];
     int64_t w2_in = p2.trans ? w2->shape.dims[1] : w2->shape.dims[0];
     int64_t w2_out = p2.trans ? w2->shape.dims[0] : w2->shape.dims[1];
-    if (w1_in != c || w2_in != h || w2_out != c ||
-        rf_graph_value(g, p1.b)->shape.dims[0] != h || rf_graph_value(g, p2.b)->shape.dims[0] != c)
+    if (w1_in != c || w2_in != h || w2_out != c || rf_graph_value(g, p1.b)->shape.dims[0] != h ||
+        rf_graph_value(g, p2.b)->shape.dims[0] != c)
         return RF_ERR(RF_CODE_SHAPE_ERROR,
                       "residual MLP weights do not line up: X has %lld channels, W1 maps %lld->"
                       "%lld, W2 maps %lld->%lld",

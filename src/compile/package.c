@@ -11,6 +11,7 @@
 #include <sys/wait.h>
 
 #include "rowfuse/compile.h"
+#include "rowfuse/json.h"
 #include "rowfuse/tensor.h"
 
 extern char **environ;
@@ -35,8 +36,8 @@ static rf_status_t rf_mkdir_p(const char *path) {
 }
 
 /* Writes constant `value` as a [rows, cols] tensor of dtype, transposing if asked. */
-static rf_status_t rf_write_weight(const rf_graph_t *g, int value, int transpose,
-                                   rf_dtype_t dtype, const char *path) {
+static rf_status_t rf_write_weight(const rf_graph_t *g, int value, int transpose, rf_dtype_t dtype,
+                                   const char *path) {
     const rf_value_t *v = rf_graph_value(g, value);
     rf_allocator_t a = rf_allocator_system();
     rf_shape_t shape = v->shape;
@@ -68,20 +69,6 @@ static rf_status_t rf_write_weight(const rf_graph_t *g, int value, int transpose
     return st;
 }
 
-static void rf_json_string(FILE *f, const char *s) {
-    fputc('"', f);
-    for (; *s; s++) {
-        unsigned char ch = (unsigned char)*s;
-        if (ch == '"' || ch == '\\')
-            fprintf(f, "\\%c", ch);
-        else if (ch < 0x20)
-            fprintf(f, "\\u%04x", ch);
-        else
-            fputc(ch, f);
-    }
-    fputc('"', f);
-}
-
 static rf_status_t rf_run_tool(char *const argv[]) {
     pid_t pid;
     int rc = posix_spawnp(&pid, argv[0], NULL, NULL, argv, environ);
@@ -91,15 +78,14 @@ static rf_status_t rf_run_tool(char *const argv[]) {
     if (waitpid(pid, &wstatus, 0) < 0)
         return RF_ERR(RF_CODE_INTERNAL, "waiting for '%s': %s", argv[0], strerror(errno));
     if (!WIFEXITED(wstatus) || WEXITSTATUS(wstatus) != 0)
-        return RF_ERR(RF_CODE_INTERNAL, "kernel generator '%s %s' failed (exit status %d)",
-                      argv[0], argv[1], WIFEXITED(wstatus) ? WEXITSTATUS(wstatus) : -1);
+        return RF_ERR(RF_CODE_INTERNAL, "kernel generator '%s %s' failed (exit status %d)", argv[0],
+                      argv[1], WIFEXITED(wstatus) ? WEXITSTATUS(wstatus) : -1);
     return RF_OK;
 }
 
 rf_status_t rf_compile_package(const rf_graph_t *g, const rf_mlp_block_t *b,
                                const rf_compile_options_t *o) {
-    static const char *const schedules[] = {"persistent-smem", "persistent-gmem",
-                                            "conventional"};
+    static const char *const schedules[] = {"persistent-smem", "persistent-gmem", "conventional"};
     int known = 0;
     for (size_t i = 0; i < sizeof schedules / sizeof schedules[0]; i++)
         known |= !strcmp(o->schedule, schedules[i]);
@@ -111,8 +97,8 @@ rf_status_t rf_compile_package(const rf_graph_t *g, const rf_mlp_block_t *b,
         return RF_ERR(RF_CODE_INVALID_ARGUMENT, "--tile-rows must be 16, 32 or 64, not %d",
                       o->tile_rows);
     if (o->rows < 1 || o->rows > RF_MAX_DIM)
-        return RF_ERR(RF_CODE_INVALID_ARGUMENT, "--rows %lld outside 1..%lld",
-                      (long long)o->rows, (long long)RF_MAX_DIM);
+        return RF_ERR(RF_CODE_INVALID_ARGUMENT, "--rows %lld outside 1..%lld", (long long)o->rows,
+                      (long long)RF_MAX_DIM);
 
     char path[4096];
     snprintf(path, sizeof path, "%s/weights", o->out_dir);
@@ -121,13 +107,13 @@ rf_status_t rf_compile_package(const rf_graph_t *g, const rf_mlp_block_t *b,
         const char *name;
         int value, trans;
         rf_dtype_t dtype;
-    } w[4] = {{"w1", b->w1, b->w1_trans, RF_DTYPE_F16},
-              {"b1", b->b1, 0, RF_DTYPE_F32},
-              {"w2", b->w2, b->w2_trans, RF_DTYPE_F16},
-              {"b2", b->b2, 0, RF_DTYPE_F32}};
+    } wts[4] = {{"w1", b->w1, b->w1_trans, RF_DTYPE_F16},
+                {"b1", b->b1, 0, RF_DTYPE_F32},
+                {"w2", b->w2, b->w2_trans, RF_DTYPE_F16},
+                {"b2", b->b2, 0, RF_DTYPE_F32}};
     for (int i = 0; i < 4; i++) {
-        snprintf(path, sizeof path, "%s/weights/%s.npy", o->out_dir, w[i].name);
-        RF_RETURN_IF_ERROR(rf_write_weight(g, w[i].value, w[i].trans, w[i].dtype, path),
+        snprintf(path, sizeof path, "%s/weights/%s.npy", o->out_dir, wts[i].name);
+        RF_RETURN_IF_ERROR(rf_write_weight(g, wts[i].value, wts[i].trans, wts[i].dtype, path),
                            "writing %s", path);
     }
 
@@ -137,33 +123,65 @@ rf_status_t rf_compile_package(const rf_graph_t *g, const rf_mlp_block_t *b,
     snprintf(hs, sizeof hs, "%lld", (long long)b->hidden);
     snprintf(rs, sizeof rs, "%lld", (long long)o->rows);
     snprintf(ts, sizeof ts, "%d", o->tile_rows);
-    char *argv[] = {(char *)o->python, build_py,   "--channels", cs, "--hidden",
-                    hs,                "--rows",   rs,           "--tile-rows",
-                    ts,                "--arch",   (char *)o->arch,
-                    "--out",           (char *)o->out_dir,       NULL};
+    char *argv[] = {(char *)o->python,
+                    build_py,
+                    "--channels",
+                    cs,
+                    "--hidden",
+                    hs,
+                    "--rows",
+                    rs,
+                    "--tile-rows",
+                    ts,
+                    "--arch",
+                    (char *)o->arch,
+                    "--out",
+                    (char *)o->out_dir,
+                    NULL};
     RF_RETURN_IF_ERROR(rf_run_tool(argv), "generating kernels for C=%s H=%s", cs, hs);
 
     snprintf(path, sizeof path, "%s/plan.json", o->out_dir);
     FILE *f = fopen(path, "w");
     if (!f)
         return RF_ERR(RF_CODE_IO_ERROR, "cannot open '%s' for writing", path);
-    fprintf(f, "{\n  \"format\": \"rowfuse-package\",\n  \"version\": 1,\n  \"model\": ");
-    rf_json_string(f, o->model_path ? o->model_path : "");
-    fprintf(f, ",\n  \"block\": \"residual-mlp\",\n");
-    fprintf(f, "  \"rows\": %lld,\n  \"channels\": %lld,\n  \"hidden\": %lld,\n",
-            (long long)o->rows, (long long)b->channels, (long long)b->hidden);
-    fprintf(f, "  \"schedule\": ");
-    rf_json_string(f, o->schedule);
-    fprintf(f, ",\n  \"schedules\": [\"persistent-smem\", \"persistent-gmem\", "
-               "\"conventional\", \"cublaslt\"],\n");
-    fprintf(f, "  \"tile_rows\": %d,\n  \"arch\": ", o->tile_rows);
-    rf_json_string(f, o->arch);
-    fprintf(f, ",\n  \"precision\": {\"x\": \"f16\", \"weights\": \"f16\", \"hidden\": \"f16\", "
-               "\"accumulate\": \"f32\", \"bias\": \"f32\", \"y\": \"f32\"},\n");
-    fprintf(f, "  \"weights\": {\"w1\": \"weights/w1.npy\", \"b1\": \"weights/b1.npy\", "
-               "\"w2\": \"weights/w2.npy\", \"b2\": \"weights/b2.npy\"},\n");
-    fprintf(f, "  \"kernels\": \"kernels.json\"\n}\n");
-    if (fclose(f) != 0)
-        return RF_ERR(RF_CODE_IO_ERROR, "error writing '%s'", path);
-    return RF_OK;
+    rf_json_writer_t w;
+    rf_json_writer_init_file(&w, f, 2);
+    rf_json_object_begin(&w);
+    rf_json_key_string(&w, "format", "rowfuse-package");
+    rf_json_key_int(&w, "version", 1);
+    rf_json_key_string(&w, "model", o->model_path ? o->model_path : "");
+    rf_json_key_string(&w, "block", "residual-mlp");
+    rf_json_key_int(&w, "rows", o->rows);
+    rf_json_key_int(&w, "channels", b->channels);
+    rf_json_key_int(&w, "hidden", b->hidden);
+    rf_json_key_string(&w, "schedule", o->schedule);
+    rf_json_key(&w, "schedules");
+    rf_json_array_begin(&w);
+    for (size_t i = 0; i < sizeof schedules / sizeof schedules[0]; i++)
+        rf_json_string(&w, schedules[i]);
+    rf_json_string(&w, "cublaslt");
+    rf_json_array_end(&w);
+    rf_json_key_int(&w, "tile_rows", o->tile_rows);
+    rf_json_key_string(&w, "arch", o->arch);
+    rf_json_key(&w, "precision");
+    rf_json_object_begin(&w);
+    static const char *const prec[][2] = {{"x", "f16"},      {"weights", "f16"},
+                                          {"hidden", "f16"}, {"accumulate", "f32"},
+                                          {"bias", "f32"},   {"y", "f32"}};
+    for (size_t i = 0; i < sizeof prec / sizeof prec[0]; i++)
+        rf_json_key_string(&w, prec[i][0], prec[i][1]);
+    rf_json_object_end(&w);
+    rf_json_key(&w, "weights");
+    rf_json_object_begin(&w);
+    for (int i = 0; i < 4; i++) {
+        snprintf(path, sizeof path, "weights/%s.npy", wts[i].name);
+        rf_json_key_string(&w, wts[i].name, path);
+    }
+    rf_json_object_end(&w);
+    rf_json_key_string(&w, "kernels", "kernels.json");
+    rf_json_object_end(&w);
+    rf_status_t st = rf_json_writer_finish(&w);
+    if (fclose(f) != 0 && !st)
+        st = RF_ERR(RF_CODE_IO_ERROR, "error writing plan.json in '%s'", o->out_dir);
+    return st;
 }
