@@ -843,6 +843,39 @@ static void test_file(void) {
     rmdir(dir);
 }
 
+/* Real exporter output: tests/fuzz/corpus/torch_mlp.onnx is what torch.onnx.export
+ * (dynamo=True) wrote for LayerNorm(8) -> Linear(8, 16) -> GELU -> Linear(16, 8) on a
+ * [4, 8] input (tests/fuzz/make_seeds.py). Skipped if the file is absent. */
+static void test_torch_export(void) {
+    const char *path = "tests/fuzz/corpus/torch_mlp.onnx";
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        printf("skip: %s not found\n", path);
+        return;
+    }
+    fclose(f);
+    rf_graph_t *g = NULL;
+    CHECK_OK(rf_onnx_import_file(rf_allocator_system(), path, &g));
+    if (!g)
+        return;
+    static const rf_op_t ops[] = {RF_OP_LAYER_NORM, RF_OP_GEMM, RF_OP_GELU, RF_OP_GEMM};
+    CHECK(rf_graph_node_count(g) == 4);
+    for (int k = 0; k < rf_graph_node_count(g) && k < 4; k++)
+        CHECK(rf_graph_node(g, k)->op == ops[k]);
+    const rf_value_t *x = rf_graph_value(g, rf_graph_input(g, 0));
+    CHECK(rf_graph_input_count(g) == 1 && x->dtype == RF_DTYPE_F32 && x->shape.rank == 2 &&
+          x->shape.dims[0] == 4 && x->shape.dims[1] == 8);
+    const rf_node_t *fc1 = rf_graph_node(g, 1);
+    const rf_value_t *w = rf_graph_value(g, fc1->inputs[1]);
+    CHECK(w->is_const && w->dtype == RF_DTYPE_F32 && w->shape.rank == 2 && w->shape.dims[0] == 16 &&
+          w->shape.dims[1] == 8 && w->nbytes == 16 * 8 * 4);
+    CHECK(rf_node_attr_int(fc1, "transB", 0) == 1);
+    const rf_value_t *y = rf_graph_value(g, rf_graph_output(g, 0));
+    CHECK(rf_graph_output_count(g) == 1 && y->dtype == RF_DTYPE_F32 && y->has_shape &&
+          y->shape.dims[0] == 4 && y->shape.dims[1] == 8);
+    rf_graph_destroy(g);
+}
+
 int main(void) {
     g_rng = (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 32) ^ 0x9e3779b97f4a7c15ull;
     printf("seed %llu\n", (unsigned long long)g_rng);
@@ -858,6 +891,7 @@ int main(void) {
     test_truncations();
     test_alloc_failures();
     test_file();
+    test_torch_export();
     pool_reset();
     return rf_test_finish();
 }
