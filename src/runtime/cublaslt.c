@@ -11,10 +11,15 @@
  *   2. matmul 1: H = fp16(ReLU(W1^T X^T + b1))        epilogue RELU_BIAS, D fp16
  *   3. matmul 2: Y = ReLU(W2^T H^T + 1 * Y + b2)      epilogue RELU_BIAS, C = D = Y f32
  * cuBLASLt adds the bias to alpha*AB + beta*C and then applies ReLU, which is exactly
- * ReLU(H W2 + b2 + X). Bias vectors must have D's type unless cuBLASLt accepts another
- * (CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE): matmul 1 first asks for an f32 b1 with the fp16
- * output; if no algorithm accepts it, b1 is rounded to fp16 by a glue kernel first (and
- * the variant's note says so). Compute type is CUBLAS_COMPUTE_32F (fp32 accumulate). */
+ * ReLU(H W2 + b2 + X). Compute type CUBLAS_COMPUTE_32F (fp32 accumulate).
+ *
+ * Fallbacks, decided once at the first planning and written in the variant's note:
+ * - b1 as f32 with the fp16 output (CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE) is asked for
+ *   first; cuBLASLt 13.0 on sm_90 answers CUBLAS_STATUS_INVALID_VALUE (seen on the H200),
+ *   so b1 is then rounded to fp16 by a glue kernel in the launch and the bias type left
+ *   at its default (D's type).
+ * - if no algorithm takes RELU_BIAS for matmul 2 (in place, beta = 1), it runs with the
+ *   BIAS epilogue and a glue kernel applies the ReLU. */
 #include <cublasLt.h>
 #include <stdio.h>
 #include <string.h>
@@ -34,6 +39,7 @@ typedef struct lt_state {
     void *workspace;
     void *b1_f16;      /* [H] fp16, used only when the f32 b1 is rejected */
     int bias1_f32;     /* 1: matmul 1 takes b1 as f32; 0: fp16 copy; -1: not decided */
+    int relu2_fused;   /* 1: matmul 2 has RELU_BIAS; 0: BIAS + glue ReLU; -1: not decided */
     int64_t plan_rows; /* rows the gemms below were planned for; 0 = none */
     lt_gemm_t g1, g2;
 } lt_state_t;
@@ -75,11 +81,10 @@ static void gemm_free(lt_gemm_t *g) {
  * heuristic's first algorithm for the workspace we have. A bias pointer is set per launch
  * (it comes with the args); the planning pointer only tells cuBLASLt its alignment. */
 static rf_status_t gemm_plan(lt_state_t *lt, lt_gemm_t *g, int64_t m, int64_t n, int64_t k,
-                             cudaDataType_t dtype, cudaDataType_t bias_type,
+                             cudaDataType_t dtype, cudaDataType_t bias_type, cublasLtEpilogue_t epi,
                              const void *bias_align) {
     cublasLtMatmulPreference_t pref = NULL;
     cublasLtMatmulHeuristicResult_t result;
-    cublasLtEpilogue_t epi = CUBLASLT_EPILOGUE_RELU_BIAS;
     cublasOperation_t op = CUBLAS_OP_N;
     int32_t bt = (int32_t)bias_type;
     uint64_t ws = RF_LT_WORKSPACE;
@@ -90,8 +95,9 @@ static rf_status_t gemm_plan(lt_state_t *lt, lt_gemm_t *g, int64_t m, int64_t n,
     RF_LT(cublasLtMatmulDescSetAttribute(g->desc, CUBLASLT_MATMUL_DESC_TRANSB, &op, sizeof(op)));
     RF_LT(
         cublasLtMatmulDescSetAttribute(g->desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof(epi)));
-    RF_LT(cublasLtMatmulDescSetAttribute(g->desc, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bt,
-                                         sizeof(bt)));
+    if (bias_type != dtype) /* only when it differs from the default (D's type) */
+        RF_LT(cublasLtMatmulDescSetAttribute(g->desc, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bt,
+                                             sizeof(bt)));
     RF_LT(cublasLtMatmulDescSetAttribute(g->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias_align,
                                          sizeof(bias_align)));
     RF_LT(cublasLtMatrixLayoutCreate(&g->a, CUDA_R_16F, (uint64_t)m, (uint64_t)k, m));
@@ -110,9 +116,10 @@ static rf_status_t gemm_plan(lt_state_t *lt, lt_gemm_t *g, int64_t m, int64_t n,
     if (s != CUBLAS_STATUS_SUCCESS) {
         char call[160];
         snprintf(call, sizeof(call),
-                 "cublasLtMatmulAlgoGetHeuristic(m=%lld n=%lld k=%lld, D %s, bias %s)",
+                 "cublasLtMatmulAlgoGetHeuristic(m=%lld n=%lld k=%lld, D %s, bias %s, %s)",
                  (long long)m, (long long)n, (long long)k, dtype == CUDA_R_16F ? "f16" : "f32",
-                 bias_type == CUDA_R_16F ? "f16" : "f32");
+                 bias_type == CUDA_R_16F ? "f16" : "f32",
+                 epi == CUBLASLT_EPILOGUE_RELU_BIAS ? "RELU_BIAS" : "BIAS");
         return lt_status(s, __FILE__, __LINE__, call);
     }
     g->algo = result.algo;
@@ -122,12 +129,15 @@ static rf_status_t gemm_plan(lt_state_t *lt, lt_gemm_t *g, int64_t m, int64_t n,
 static rf_status_t plan(rf_variant_t *v, lt_state_t *lt, const rf_mlp_args_t *args) {
     int64_t m = args->rows, c = v->channels, h = v->hidden;
     rf_status_t st;
+    char first_error[160] = "";
     gemm_free(&lt->g1);
     gemm_free(&lt->g2);
     lt->plan_rows = 0;
     if (lt->bias1_f32 != 0) {
-        st = gemm_plan(lt, &lt->g1, h, m, c, CUDA_R_16F, CUDA_R_32F, args->b1);
-        if (st && rf_status_code(st) == RF_CODE_UNSUPPORTED && lt->bias1_f32 == -1) {
+        st = gemm_plan(lt, &lt->g1, h, m, c, CUDA_R_16F, CUDA_R_32F, CUBLASLT_EPILOGUE_RELU_BIAS,
+                       args->b1);
+        if (st && lt->bias1_f32 == -1) { /* first planning: fall back to an fp16 b1 */
+            snprintf(first_error, sizeof(first_error), "%s", rf_status_message(st));
             rf_status_free(st);
             gemm_free(&lt->g1);
             lt->bias1_f32 = 0;
@@ -137,20 +147,35 @@ static rf_status_t plan(rf_variant_t *v, lt_state_t *lt, const rf_mlp_args_t *ar
             lt->bias1_f32 = 1;
         }
     }
-    if (lt->bias1_f32 == 0) {
-        RF_RETURN_IF_ERROR(gemm_plan(lt, &lt->g1, h, m, c, CUDA_R_16F, CUDA_R_16F, lt->b1_f16),
-                           "while planning matmul 1 with an fp16 bias");
-        snprintf(v->note, sizeof(v->note),
-                 "cuBLASLt rejected an f32 bias on an fp16 output: b1 is rounded to fp16 by "
-                 "a glue kernel first; residual through C = f32(X), beta = 1");
-    } else {
-        snprintf(v->note, sizeof(v->note),
-                 "f32 biases in both epilogues; residual through C = f32(X), beta = 1 "
-                 "(one glue kernel upcasts X into Y)");
+    if (lt->bias1_f32 == 0)
+        RF_RETURN_IF_ERROR(gemm_plan(lt, &lt->g1, h, m, c, CUDA_R_16F, CUDA_R_16F,
+                                     CUBLASLT_EPILOGUE_RELU_BIAS, lt->b1_f16),
+                           "while planning matmul 1 with an fp16 bias (after the f32 bias "
+                           "was refused: %s)",
+                           first_error);
+    if (lt->relu2_fused != 0) {
+        st = gemm_plan(lt, &lt->g2, c, m, h, CUDA_R_32F, CUDA_R_32F, CUBLASLT_EPILOGUE_RELU_BIAS,
+                       args->b2);
+        if (st && lt->relu2_fused == -1) {
+            rf_status_free(st);
+            gemm_free(&lt->g2);
+            lt->relu2_fused = 0;
+        } else if (st) {
+            return rf_status_annotate(st, "while planning matmul 2");
+        } else {
+            lt->relu2_fused = 1;
+        }
     }
-    RF_RETURN_IF_ERROR(gemm_plan(lt, &lt->g2, c, m, h, CUDA_R_32F, CUDA_R_32F, args->b2),
-                       "while planning matmul 2");
-    v->kernels_min = lt->bias1_f32 ? 3 : 4;
+    if (lt->relu2_fused == 0)
+        RF_RETURN_IF_ERROR(gemm_plan(lt, &lt->g2, c, m, h, CUDA_R_32F, CUDA_R_32F,
+                                     CUBLASLT_EPILOGUE_BIAS, args->b2),
+                           "while planning matmul 2 with the BIAS epilogue");
+    snprintf(v->note, sizeof(v->note),
+             "matmul 1: RELU_BIAS, b1 %s; matmul 2: %s, residual through C = f32(X), beta = 1 "
+             "(glue kernel upcasts X into Y)",
+             lt->bias1_f32 ? "f32" : "rounded to fp16 by a glue kernel (f32 bias refused)",
+             lt->relu2_fused ? "RELU_BIAS" : "BIAS + glue ReLU kernel");
+    v->kernels_min = 3 + (lt->bias1_f32 ? 0 : 1) + (lt->relu2_fused ? 0 : 1);
     lt->plan_rows = m;
     return RF_OK;
 }
@@ -214,6 +239,7 @@ static rf_status_t lt_init(rf_variant_t *v) {
         rf_alloc_zeroed(v->allocator, 1, sizeof(*lt), "cuBLASLt state", (void **)&lt));
     v->impl = lt;
     lt->bias1_f32 = -1;
+    lt->relu2_fused = -1;
     RF_LT(cublasLtCreate(&lt->handle));
     err = cudaMalloc(&lt->workspace, RF_LT_WORKSPACE);
     if (err != cudaSuccess) {

@@ -52,6 +52,7 @@ extern "C" {
 #endif
 cudaError_t rf_glue_f16_to_f32(const void *src, float *dst, int64_t n, cudaStream_t stream);
 cudaError_t rf_glue_f32_to_f16(const float *src, void *dst, int64_t n, cudaStream_t stream);
+cudaError_t rf_glue_relu_f32(float *data, int64_t n, cudaStream_t stream);
 #ifdef __cplusplus
 }
 #endif
