@@ -1,15 +1,26 @@
 /* CPU reference interpreter: runs any verified graph on the host.
  *
- * RF_PRECISION_FP64: every op in double.
- * RF_PRECISION_MIXED: the GPU plan's precision: the graph inputs, the operands of every
- * MatMul/Gemm (weights and activations, so the hidden state too) are rounded to fp16;
- * products are accumulated exactly and the sum rounded to fp32 (the GPU accumulates in
- * fp32); every other op computes in double and rounds its result to fp32, so bias,
- * residual and output are fp32.
+ * RF_PRECISION_FP64: every op in double; Cast to a float type is the identity (the graph
+ * is read as if its float type were double), Cast to an integer type truncates.
+ * RF_PRECISION_MIXED: the GPU plan's precision: the float graph inputs and the operands of
+ * every MatMul/Gemm (weights and activations, so the hidden state too) are rounded to fp16;
+ * products are accumulated exactly (in double) and the sum rounded to fp32 (the GPU
+ * accumulates in fp32); every other op computes in double and rounds its result to fp32,
+ * so bias, residual and output are fp32. Gemm rounds its product to fp32, then adds
+ * alpha/beta*C in double and rounds again, so it equals MatMul followed by Add. Constants
+ * are used as stored (fp32 in an exported model); integer-typed values are never rounded;
+ * Cast to f16/bf16 rounds to that format.
  *
- * Inputs are given in graph-input order; any numeric dtype is accepted and converted.
- * Outputs are allocated (dtype f64 for FP64, f32 for MIXED) with the given allocator;
- * the caller frees them with rf_tensor_free.
+ * The interpreter computes every shape itself and fails (SHAPE_ERROR, naming the node) if
+ * a value's declared static shape differs, so it does not depend on shape inference being
+ * right. An op it does not implement is an UNSUPPORTED error naming the node, never a
+ * crash. Intermediates are double buffers from the allocator, freed after their last use;
+ * every path frees everything (an allocation failure gives OUT_OF_MEMORY).
+ *
+ * Inputs are given in graph-input order; any numeric dtype is accepted and converted, and
+ * the shape must equal the declared one. Outputs are allocated (dtype f64 for FP64, f32
+ * for MIXED) with the given allocator; the caller frees them with rf_tensor_free. On error
+ * every out_outputs entry is zeroed.
  */
 #ifndef ROWFUSE_REF_H
 #define ROWFUSE_REF_H
@@ -26,9 +37,9 @@ typedef enum rf_precision {
     RF_PRECISION_MIXED,
 } rf_precision_t;
 
-rf_status_t rf_ref_run(rf_allocator_t allocator, const rf_graph_t *graph,
-                       rf_precision_t precision, const rf_tensor_t *inputs, int n_inputs,
-                       rf_tensor_t *out_outputs, int n_outputs);
+rf_status_t rf_ref_run(rf_allocator_t allocator, const rf_graph_t *graph, rf_precision_t precision,
+                       const rf_tensor_t *inputs, int n_inputs, rf_tensor_t *out_outputs,
+                       int n_outputs);
 
 #ifdef __cplusplus
 }
