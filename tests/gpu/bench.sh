@@ -10,6 +10,10 @@
 #   3. `python -m rowfuse.report` over both: report.md, report.json, report.png/.svg.
 # Everything lands in $OUT (default out/bench), at most 7 files. ROWFUSE_GIT_REV names
 # the revision (the GPU machine's copy has no git history). SHAPES overrides the list.
+# PY_TIMEOUT (seconds, default 480) bounds step 2; python.json is rewritten after every
+# shape, so a run cut short keeps the shapes it finished and the report still runs.
+# Only packages whose C run succeeded go to the Python run, so a kernel that faults cannot
+# take the torch baselines down with it.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 B=build-bench-gpu
@@ -33,6 +37,7 @@ echo "== $(date -u +%FT%TZ) $(nvidia-smi --query-gpu=name,driver_version,clocks.
 
 echo "== 1. C host (rowfuse bench --c)"
 TMP=$(mktemp -d)
+mkdir -p "$TMP/pkgs"
 C_FILES=()
 for s in ${SHAPES//,/ }; do
     IFS=x read -r rows c h <<<"$s"
@@ -43,6 +48,7 @@ for s in ${SHAPES//,/ }; do
     fi
     if "$B/bin/rowfuse" bench "$pkg" --c --rows "$rows" --git-rev "$REV" -o "$TMP/c_$s.json"; then
         C_FILES+=("$TMP/c_$s.json")
+        ln -s "$PWD/$pkg" "$TMP/pkgs/c${c}_h${h}"
     else
         echo "  $s: rowfuse bench --c failed (exit $?)"
     fi
@@ -60,8 +66,8 @@ fi
 echo "  C host done after $((SECONDS - T0)) s"
 
 echo "== 2. Python host (python -m rowfuse.bench)"
-python3 -m rowfuse.bench --shapes "$SHAPES" --packages "$B/pkgs" -o "$OUT/python.json" \
-    >"$TMP/python.md" 2>"$TMP/python.err"
+timeout -s INT "${PY_TIMEOUT:-480}" python3 -m rowfuse.bench --shapes "$SHAPES" \
+    --packages "$TMP/pkgs" -o "$OUT/python.json" >"$TMP/python.md" 2>"$TMP/python.err"
 PY_RC=$?
 grep -v -E "^(E[0-9]{4}|  triton_mm|  mm |AUTOTUNE|strides:|dtypes:|SingleProcess|Autotune|\{\"num_choices)" "$TMP/python.err" | cut -c1-220
 echo "  python exit $PY_RC after $((SECONDS - T0)) s"
