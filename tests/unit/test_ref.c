@@ -874,6 +874,43 @@ static void test_mlp(void) {
     CHECK(diff > 1e-4);
 }
 
+/* ---- Constant nodes, constants and inputs as outputs ---- */
+
+static void test_constant_and_passthrough(void) {
+    const int64_t d[1] = {3};
+    double x[3], c[3];
+    fill(x, 3);
+    fill(c, 3);
+    rf_graph_t *g = new_graph();
+    int xi = add_input(g, "x", 1, d), k = add_val(g, "k", -1, NULL), y = add_val(g, "y", -1, NULL);
+    int cv = add_const(g, "c", RF_DTYPE_F32, 1, d, c);
+    rf_attr_t at = {.name = "value_floats", .type = RF_ATTR_FLOATS, .floats = c, .n = 3};
+    CHECK_OK(rf_graph_add_node(g, "k", "Constant", "", NULL, 0, &k, 1, &at, 1, NULL));
+    int in[2] = {xi, k};
+    add_node(g, "Mul", in, 2, y, NULL, 0);
+    /* Outputs: x * c, the graph input itself, a constant. */
+    CHECK_OK(rf_graph_add_output(g, y));
+    CHECK_OK(rf_graph_add_output(g, xi));
+    CHECK_OK(rf_graph_add_output(g, cv));
+    rf_tensor_t tin = make_f32(1, d, x), out[3];
+    double want[3], xr[3];
+    for (int p = 0; p < 2; p++) {
+        rf_precision_t prec = p ? RF_PRECISION_MIXED : RF_PRECISION_FP64;
+        for (int i = 0; i < 3; i++) {
+            xr[i] = p ? f16_bits_round(x[i]) : x[i];
+            want[i] = p ? (double)(float)(xr[i] * c[i]) : x[i] * c[i];
+        }
+        CHECK_OK(rf_ref_run(rf_allocator_system(), g, prec, &tin, 1, out, 3));
+        check_close("Constant * x", &out[0], 1, d, want, 0);
+        check_close("input as output", &out[1], 1, d, xr, 0);
+        check_close("constant as output", &out[2], 1, d, c, 0);
+        for (int i = 0; i < 3; i++)
+            rf_tensor_free(rf_allocator_system(), &out[i]);
+    }
+    free(tin.data);
+    rf_graph_destroy(g);
+}
+
 /* ---- errors ---- */
 
 static void test_errors(void) {
@@ -1078,6 +1115,7 @@ int main(void) {
     test_cast();
     test_layout();
     test_mlp();
+    test_constant_and_passthrough();
     test_errors();
     test_fault_injection();
     return rf_test_finish();
