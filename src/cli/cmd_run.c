@@ -72,6 +72,7 @@ int rf_cmd_run(int argc, char **argv) {
     memset(in, 0, sizeof in);
     memset(out, 0, sizeof out);
     rf_status_t st = rf_cli_load_verified(model, &g, &c);
+    int model_error = st != RF_OK; /* a rejected model exits 1; bad data files exit 2 */
     if (!st && n_in != rf_graph_input_count(g))
         st = RF_ERR(RF_CODE_INVALID_ARGUMENT, "%s has %d inputs, %d --input files given", model,
                     rf_graph_input_count(g), n_in);
@@ -93,5 +94,5 @@ int rf_cmd_run(int argc, char **argv) {
     }
     rf_contract_destroy(c);
     rf_graph_destroy(g);
-    return rf_cli_report("run", st);
+    return model_error ? rf_cli_report("run", st) : rf_cli_fail("run", st, 2);
 }

@@ -20,5 +20,8 @@ int rf_cmd_bench(int argc, char **argv);
  * exit status for it: 1 for a rejected graph (row violation, unsupported op, shape
  * error), 2 for anything else. */
 int rf_cli_report(const char *cmd, rf_status_t status);
+/* Same, with a fixed exit status for a non-OK status (e.g. 2 for bad data files, whose
+ * UNSUPPORTED is unusable input rather than a rejected graph). */
+int rf_cli_fail(const char *cmd, rf_status_t status, int exit_status);
 
 #endif

@@ -43,6 +43,15 @@ int rf_cli_report(const char *cmd, rf_status_t status) {
                : 2;
 }
 
+int rf_cli_fail(const char *cmd, rf_status_t status, int exit_status) {
+    if (status == RF_OK)
+        return 0;
+    fprintf(stderr, "rowfuse %s: %s: %s\n", cmd, rf_code_name(rf_status_code(status)),
+            rf_status_message(status));
+    rf_status_free(status);
+    return exit_status;
+}
+
 int main(int argc, char **argv) {
     if (argc < 2 || !strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) {
         rf_usage(argc < 2 ? stderr : stdout);
