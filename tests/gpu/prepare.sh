@@ -10,7 +10,9 @@
 # Then, from the repository root, one device call runs tests/gpu/run.sh, carrying
 # build-gpu/bin build-gpu/lib build-gpu/pkgs build-gpu/shapes.txt (a few tens of MiB).
 # Environment: JOBS (parallel kernel builds, default 2), SEED (shape draw, default 2026),
-# N_RANDOM (random shapes, default 20), PYTHON (default python3).
+# N_RANDOM (random shapes, default 20), PYTHON (default python3), KERNELS_REV (the commit
+# whose kernels/ is built, default HEAD, so every package comes from one consistent
+# version even while kernels/ is being edited; "worktree" builds the working tree's).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 B=build-gpu
@@ -18,6 +20,7 @@ JOBS=${JOBS:-2}
 SEED=${SEED:-2026}
 N_RANDOM=${N_RANDOM:-20}
 PYTHON=${PYTHON:-python3}
+KERNELS_REV=${KERNELS_REV:-HEAD}
 mkdir -p "$B/bin" "$B/lib" "$B/pkgs" "$B/work"
 
 echo "== build (cmake, $B/cmake)"
@@ -64,18 +67,28 @@ PY
 cat "$B/shapes.txt" | tr '\n' ';'
 echo
 
-echo "== kernel packages (kernels/build.py, sm_90a, $JOBS at a time)"
+if [ "$KERNELS_REV" = worktree ]; then
+    KSRC=.
+    KTAG="worktree-$(date +%s)"
+else
+    KTAG=$(git rev-parse --short "$KERNELS_REV")
+    KSRC="$B/kernels-src/$KTAG"
+    if [ ! -f "$KSRC/kernels/build.py" ]; then
+        mkdir -p "$KSRC"
+        git archive "$KERNELS_REV" kernels include | tar -x -C "$KSRC"
+    fi
+fi
+echo "== kernel packages ($KSRC/kernels/build.py at $KTAG, sm_90a, $JOBS at a time)"
 build_one() {
-    local rows=$1 c=$2 h=$3 b=$4 py=$5
+    local rows=$1 c=$2 h=$3 b=$4 py=$5 ksrc=$6 ktag=$7
     local name="c${c}_h${h}" work="$b/work/c${c}_h${h}" pkg="$b/pkgs/c${c}_h${h}"
-    if [ -f "$pkg/librowfuse_pkg.so" ] && [ "$pkg/librowfuse_pkg.so" -nt kernels/rowfuse_kernels.py ] \
-        && [ "$pkg/librowfuse_pkg.so" -nt kernels/build.py ]; then
-        echo "  $name: up to date"
+    if [ -f "$pkg/plan.json" ] && [ "$(cat "$pkg/kernels.rev" 2>/dev/null)" = "$ktag" ]; then
+        echo "  $name: up to date ($ktag)"
         return 0
     fi
     rm -rf "$work" "$pkg"
     local t0=$SECONDS
-    if ! "$py" kernels/build.py --channels "$c" --hidden "$h" --rows "$rows" --tile-rows 16 \
+    if ! "$py" "$ksrc/kernels/build.py" --channels "$c" --hidden "$h" --rows "$rows" --tile-rows 16 \
         --arch sm_90a --out "$work" --quiet >"$b/work/$name.log" 2>&1; then
         echo "  $name: BUILD FAILED (see $b/work/$name.log)"
         tail -3 "$b/work/$name.log" | sed 's/^/    /'
@@ -83,12 +96,14 @@ build_one() {
     fi
     mkdir -p "$pkg"
     cp "$work/librowfuse_pkg.so" "$work/kernels.json" "$pkg/"
+    echo "$ktag" >"$pkg/kernels.rev"
     printf '{"format": "rowfuse-package", "version": 1, "block": "residual-mlp", "rows": %d, "channels": %d, "hidden": %d, "schedule": "persistent-smem", "tile_rows": 16, "arch": "sm_90a", "library": "librowfuse_pkg.so", "kernels": "kernels.json"}\n' \
         "$rows" "$c" "$h" >"$pkg/plan.json"
-    echo "  $name: built in $((SECONDS - t0)) s"
+    echo "  $name: built in $((SECONDS - t0)) s ($ktag)"
 }
 export -f build_one
-awk -v b="$B" -v py="$PYTHON" '{print $1, $2, $3, b, py}' "$B/shapes.txt" |
+awk -v b="$B" -v py="$PYTHON" -v k="$KSRC" -v t="$KTAG" '{print $1, $2, $3, b, py, k, t}' \
+    "$B/shapes.txt" |
     xargs -P "$JOBS" -L 1 bash -c 'build_one "$@"' _
 
 echo "== carried size"
