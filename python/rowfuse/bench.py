@@ -520,6 +520,7 @@ def run(args) -> dict:
         },
         "runs": [],
     }
+    doc["gpu"]["driver"] = doc["gpu"]["clocks_before"].get("driver", "unknown")
     init_profiler_for_graphs()
     for i, shape in enumerate(shapes):
         t0 = time.perf_counter()
@@ -528,7 +529,6 @@ def run(args) -> dict:
         if args.output:
             _write(doc, args.output)  # keep what is done if a later shape dies
     doc["gpu"]["clocks_after"] = gpu_clocks()
-    doc["gpu"]["driver"] = doc["gpu"]["clocks_after"].get("driver", "unknown")
     if args.output:
         _write(doc, args.output)
     return doc

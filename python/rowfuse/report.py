@@ -124,8 +124,9 @@ def render_markdown(docs) -> str:
     for doc in docs:
         gpu = doc["gpu"]
         m = doc["method"]
+        driver = gpu.get("driver") or gpu.get("clocks_before", {}).get("driver", "?")
         head = (
-            f"{doc['tool']} host, {gpu.get('name', '?')}, driver {gpu.get('driver', '?')}, "
+            f"{doc['tool']} host, {gpu.get('name', '?')}, driver {driver}, "
             f"git {str(doc['git_revision'])[:12]}, {doc['date']}, seed {doc['seed']}, "
             f"{m.get('rounds', '?')} rounds x {m.get('observations', '?')} observations"
         )
