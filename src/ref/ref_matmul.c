@@ -27,17 +27,42 @@ static void rf_ref_pack(const double *src, int64_t rows, int64_t cols, int trans
         }
 }
 
-/* y[M, N] = a[M, K] . bt[N, K]^T, with the MIXED fp32 rounding of each sum. */
+/* y[M, N] = a[M, K] . bt[N, K]^T, with the MIXED fp32 rounding of each sum. Four columns
+ * are computed together (four independent sums, so the loop is not bound by the latency of
+ * one addition chain); each sum still runs over k in order, so the result does not depend
+ * on the blocking. The check job runs this at benchmark shapes, hence the care. */
 static void rf_ref_gemm_kernel(const double *a, const double *bt, int64_t m, int64_t n, int64_t k,
                                int round32, double *y) {
-    for (int64_t i = 0; i < m; i++)
-        for (int64_t j = 0; j < n; j++) {
-            const double *ar = a + i * k, *br = bt + j * k;
+    for (int64_t i = 0; i < m; i++) {
+        const double *ar = a + i * k;
+        double *yr = y + i * n;
+        int64_t j = 0;
+        for (; j + 4 <= n; j += 4) {
+            const double *b0 = bt + j * k, *b1 = b0 + k, *b2 = b1 + k, *b3 = b2 + k;
+            double s0 = 0.0, s1 = 0.0, s2 = 0.0, s3 = 0.0;
+            for (int64_t q = 0; q < k; q++) {
+                double av = ar[q];
+                s0 += av * b0[q];
+                s1 += av * b1[q];
+                s2 += av * b2[q];
+                s3 += av * b3[q];
+            }
+            yr[j] = s0;
+            yr[j + 1] = s1;
+            yr[j + 2] = s2;
+            yr[j + 3] = s3;
+        }
+        for (; j < n; j++) {
+            const double *br = bt + j * k;
             double s = 0.0;
             for (int64_t q = 0; q < k; q++)
                 s += ar[q] * br[q];
-            y[i * n + j] = round32 ? rf_ref_round_f32(s) : s;
+            yr[j] = s;
         }
+        if (round32)
+            for (j = 0; j < n; j++)
+                yr[j] = rf_ref_round_f32(yr[j]);
+    }
 }
 
 rf_status_t rf_ref_matmul(rf_ref_ctx_t *ctx, const rf_node_t *node) {
