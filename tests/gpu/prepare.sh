@@ -71,7 +71,8 @@ if [ "$KERNELS_REV" = worktree ]; then
     KSRC=.
     KTAG="worktree-$(date +%s)"
 else
-    KTAG=$(git rev-parse --short "$KERNELS_REV")
+    # The last commit that changed the kernels: packages stay valid across other commits.
+    KTAG=$(git log -1 --format=%h "$KERNELS_REV" -- kernels include/rowfuse/kernel_abi.h)
     KSRC="$B/kernels-src/$KTAG"
     if [ ! -f "$KSRC/kernels/build.py" ]; then
         mkdir -p "$KSRC"
