@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "check/check.h"
 #include "rf_test.h"
 #include "rowfuse/runtime.h"
 #include "rowfuse/tensor.h"
@@ -220,6 +221,41 @@ static void test_no_device(void) {
     CHECK(rf_timing_now_us() > 0.0);
 }
 
+static void test_check_job(void) {
+    rf_allocator_t a = rf_allocator_system();
+    rf_check_shape_t *shapes = NULL;
+    rf_check_options_t o;
+    rf_check_result_t *res = (rf_check_result_t *)1;
+    rf_device_info_t dev;
+    int n = -1;
+    CHECK_OK(rf_check_parse_shapes(a, "49,1x48x96,5000x37x200", &shapes, &n));
+    CHECK(n == 3);
+    if (shapes && n == 3) {
+        CHECK(shapes[0].rows == 49 && shapes[0].channels == 0 && shapes[0].hidden == 0);
+        CHECK(shapes[1].rows == 1 && shapes[1].channels == 48 && shapes[1].hidden == 96);
+        CHECK(shapes[2].rows == 5000 && shapes[2].channels == 37 && shapes[2].hidden == 200);
+    }
+    rf_free(a, shapes);
+    CHECK_ERR(rf_check_parse_shapes(a, "4x5", &shapes, &n), RF_CODE_INVALID_ARGUMENT,
+              "ROWSxCHANNELSxHIDDEN");
+    CHECK_ERR(rf_check_parse_shapes(a, "0", &shapes, &n), RF_CODE_INVALID_ARGUMENT,
+              "positive integers");
+    CHECK_ERR(rf_check_parse_shapes(a, "49;50", &shapes, &n), RF_CODE_INVALID_ARGUMENT,
+              "ROWSxCHANNELSxHIDDEN");
+    CHECK_ERR(rf_check_parse_shapes(a, "1x2x", &shapes, &n), RF_CODE_INVALID_ARGUMENT,
+              "positive integers");
+    rf_check_options_default(&o);
+    CHECK(o.rel_l2_tol == 1e-3 && o.atol == 1e-2 && o.rtol == 1e-2);
+    CHECK_ERR(rf_check_run(a, &o, &dev, &res, &n), RF_CODE_INVALID_ARGUMENT, "nothing to check");
+    {
+        rf_check_shape_t one = {49, 48, 96};
+        o.shapes = &one;
+        o.n_shapes = 1;
+        CHECK_ERR(rf_check_run(a, &o, &dev, &res, &n), RF_CODE_NO_DEVICE, "needs a GPU");
+        CHECK(res == NULL && n == 0);
+    }
+}
+
 int main(int argc, char **argv) {
     char exe[512], fake[600];
     ssize_t n;
@@ -240,6 +276,7 @@ int main(int argc, char **argv) {
     test_missing_and_malformed();
     test_fake_library(fake);
     test_no_device();
+    test_check_job();
     {
         char cmd[600];
         snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmp_root);
