@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The GPU check, run on the GPU machine in one call from the repository root, after
 # tests/gpu/prepare.sh made build-gpu/ on the build machine (see there for what to carry):
-#   1. the runtime's no-GPU unit test (it hides the GPU from itself),
+#   1. the runtime's unit test twice: hiding the GPU from itself (NO_DEVICE paths), and
+#      with --gpu (empty-graph capture error, buffers, cuBLASLt capture and timing),
 #   2. `rowfuse check` on every package at its shapes (build-gpu/shapes.txt) plus 1 and
 #      4096 rows of the 49x48x96 package: every schedule and cuBLASLt, graph replay into a
 #      NaN-poisoned Y, compared with the CPU reference (mixed precision),
@@ -29,10 +30,10 @@ CHK="$B/bin/rowfuse check"
 [ -x "$B/bin/rowfuse" ] || CHK="$B/bin/rowfuse-check"
 echo "== $(date -u +%FT%TZ) $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>&1 | head -1); check program: $CHK"
 
-echo "== 1. unit test (no GPU visible to it)"
-(cd "$B/bin" && ./test_runtime_nogpu) >"$OUT/unit.log" 2>&1
+echo "== 1. unit test: no GPU visible to it, then --gpu"
+(cd "$B/bin" && ./test_runtime_nogpu && ./test_runtime_nogpu --gpu) >"$OUT/unit.log" 2>&1
 UNIT_RC=$?
-tail -2 "$OUT/unit.log"
+grep -E "passed|failed|cublaslt" "$OUT/unit.log" | tail -4
 
 echo "== 2. check"
 SHAPES=""

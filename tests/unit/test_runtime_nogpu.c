@@ -2,9 +2,15 @@
  * malformed fails with a clear status naming the file and field; a stand-in kernel
  * library (runtime_fake_pkg.c) exercises the ABI checks; and with no visible device every
  * entry point that needs one returns RF_CODE_NO_DEVICE instead of crashing.
- * CUDA_VISIBLE_DEVICES is emptied first, so the test means the same on a GPU machine. */
+ * CUDA_VISIBLE_DEVICES is emptied first, so the test means the same on a GPU machine.
+ *
+ * With the argument --gpu (tests/gpu/run.sh runs it so on the GPU machine) the GPU is left
+ * visible and the test checks instead what needs one: the stand-in library loads, its
+ * launch enqueues nothing, so capturing it must fail with "no kernel node" (the
+ * empty-graph error); buffers round-trip; the cuBLASLt variant captures and times. */
 #define _POSIX_C_SOURCE 200809L
 #include <libgen.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -256,11 +262,75 @@ static void test_check_job(void) {
     }
 }
 
+static void test_gpu(const char *fake_lib) {
+    rf_allocator_t a = rf_allocator_system();
+    rf_device_info_t info;
+    rf_pkg_t *pkg = NULL;
+    rf_variant_t *v = NULL;
+    rf_exec_t *e = NULL;
+    rf_mlp_buffers_t buf;
+    void *stream = NULL;
+    char path[600];
+    const char *dir = make_pkg("gpu", "{\"channels\": 48, \"hidden\": 96, \"schedule\": "
+                                      "\"conventional\", \"library\": \"libk.so\"}");
+    snprintf(path, sizeof(path), "%s/libk.so", dir);
+    CHECK(copy_file(fake_lib, path) == 0);
+    CHECK_OK(rf_device_open(0, &info));
+    CHECK(rf_device_count() >= 1 && info.sm_count > 0);
+    CHECK_OK(rf_stream_create(&stream));
+    CHECK_OK(rf_mlp_buffers_alloc(5, 48, 96, &buf));
+    {
+        uint16_t x[5 * 48];
+        float y[5 * 48];
+        for (int i = 0; i < 5 * 48; i++)
+            x[i] = rf_f32_to_f16((float)(i % 17) - 8.0f);
+        CHECK_OK(rf_mlp_buffers_upload(&buf, x, NULL, NULL, NULL, NULL));
+        CHECK_OK(rf_mlp_buffers_poison(&buf, stream));
+        CHECK_OK(rf_mlp_buffers_download_y(&buf, y));
+        CHECK(isnan(y[0]) && isnan(y[5 * 48 - 1]));
+    }
+    CHECK_OK(rf_pkg_load(a, dir, &pkg));
+    if (pkg) {
+        CHECK_OK(rf_variant_create_pkg(a, pkg, "conventional", &v));
+        if (v) {
+            CHECK_ERR(rf_exec_capture(a, v, &buf.args, stream, &e), RF_CODE_INTERNAL,
+                      "holds no kernel node");
+            CHECK(e == NULL);
+            /* The stream is usable again after the failed capture. */
+            CHECK_OK(rf_stream_sync(stream));
+        }
+        rf_variant_destroy(v);
+        v = NULL;
+        rf_pkg_destroy(pkg);
+    }
+    CHECK_OK(rf_variant_create_cublaslt(a, 48, 96, &v));
+    if (v) {
+        double us = 0.0, host = 0.0, ev = 0.0;
+        CHECK_OK(rf_exec_capture(a, v, &buf.args, stream, &e));
+        if (e) {
+            CHECK(rf_exec_kernel_nodes(e) >= 3);
+            CHECK_OK(rf_timing_replay_events(e, stream, 10, &us));
+            CHECK(us > 0.0);
+            CHECK_OK(rf_timing_replay_host(e, stream, &host, &ev));
+            CHECK(host > 0.0 && ev > 0.0);
+            CHECK_OK(rf_timing_launch_host(v, &buf.args, stream, &host, NULL));
+            printf("cublaslt 5x48x96: %d kernel nodes, %.1f us/replay back-to-back, host %.1f "
+                   "us (%s)\n",
+                   rf_exec_kernel_nodes(e), us / 10.0, host, rf_variant_note(v));
+        }
+        rf_exec_destroy(e);
+        rf_variant_destroy(v);
+    }
+    rf_mlp_buffers_free(&buf);
+    rf_stream_destroy(stream);
+}
+
 int main(int argc, char **argv) {
     char exe[512], fake[600];
     ssize_t n;
-    (void)argc;
-    setenv("CUDA_VISIBLE_DEVICES", "", 1); /* before the first CUDA call */
+    int gpu = argc > 1 && strcmp(argv[1], "--gpu") == 0;
+    if (!gpu)
+        setenv("CUDA_VISIBLE_DEVICES", "", 1); /* before the first CUDA call */
     snprintf(tmp_root, sizeof(tmp_root), "/tmp/rf_test_runtime_XXXXXX");
     if (!mkdtemp(tmp_root)) {
         perror("mkdtemp");
@@ -273,10 +343,14 @@ int main(int argc, char **argv) {
         exe[n] = '\0';
     snprintf(fake, sizeof(fake), "%s/librf_test_fake_pkg.so", dirname(exe));
 
-    test_missing_and_malformed();
-    test_fake_library(fake);
-    test_no_device();
-    test_check_job();
+    if (gpu) {
+        test_gpu(fake);
+    } else {
+        test_missing_and_malformed();
+        test_fake_library(fake);
+        test_no_device();
+        test_check_job();
+    }
     {
         char cmd[600];
         snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmp_root);
