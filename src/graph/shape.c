@@ -268,11 +268,12 @@ rf_status_t rf_shape_slice_params(const rf_graph_t *g, const rf_node_t *node, co
         if (step > 0) {
             s = s < 0 ? 0 : (s > dim ? dim : s);
             e = e < 0 ? 0 : (e > dim ? dim : e);
-            count = e > s ? (e - s + step - 1) / step : 0;
+            count = e > s ? (e - s - 1) / step + 1 : 0; /* no overflow for huge steps */
         } else {
             s = s < 0 ? -1 : (s > dim - 1 ? dim - 1 : s);
             e = e < -1 ? -1 : (e > dim - 1 ? dim - 1 : e);
-            count = s > e ? (s - e + (-step) - 1) / (-step) : 0;
+            int64_t back = step == INT64_MIN ? INT64_MAX : -step;
+            count = s > e ? (s - e - 1) / back + 1 : 0;
         }
         starts[a] = s;
         steps[a] = step;

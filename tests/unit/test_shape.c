@@ -270,6 +270,9 @@ static void test_slice_concat_gather(void) {
               GB_IN(x, GB_INTS("bs", 40), GB_INTS("be", 3), GB_INTS("ba", 1), GB_INTS("bst", -5)));
     int em =
         gb_op("Slice", "empty", GB_IN(x, GB_INTS("es", 10), GB_INTS("ee", 5), GB_INTS("ea", 1)));
+    int hu = gb_op("Slice", "huge_steps",
+                   GB_IN(x, GB_INTS("hs2", 3, 5), GB_INTS("he2", INT64_MAX, INT64_MIN),
+                         GB_INTS("ha2", 0, 1), GB_INTS("hst2", INT64_MAX, INT64_MIN)));
     int cc = gb_op_a("Concat", "cc", GB_IN(x, hd), GB_ATTRS(gb_attr_int("axis", 0)));
     int c1 = gb_op_a("Concat", "c1", GB_IN(x, x, x), GB_ATTRS(gb_attr_int("axis", -1)));
     int g0 =
@@ -284,6 +287,7 @@ static void test_slice_concat_gather(void) {
     CHECK(gb_has(st, F32, SH(2, 4, 24)));
     CHECK(gb_has(bk, F32, SH(2, 64, 8))); /* 40,35,...,5 */
     CHECK(gb_has(em, F32, SH(2, 64, 0)));
+    CHECK(gb_has(hu, F32, SH(2, 1, 1)));
     CHECK(gb_has(cc, F32, SH(2, 127, 48)));
     CHECK(gb_has(c1, F32, SH(2, 64, 144)));
     CHECK(gb_has(g0, F32, SH(1, 48)));
