@@ -334,7 +334,8 @@ ${{CC:-gcc}} -O2 -fPIC -fvisibility=hidden -Wall -Wextra -Wno-unused-parameter \
   -c rf_pkg.c -o rf_pkg.o -I. -I"$RF_INC" -I"$CUDA_HOME/include"
 ${{CC:-gcc}} -shared -o librowfuse_pkg.so rf_pkg.o {objs} \\
   lib/libcuda_dialect_runtime_static.a "$CUDA_HOME/lib64/libcudart_static.a" \\
-  -s -Wl,--exclude-libs,ALL -Wl,--no-undefined -Wl,-z,noexecstack \\
+  -s -Wl,--version-script=exports.map -Wl,--exclude-libs,ALL -Wl,--no-undefined \\
+  -Wl,-z,noexecstack \\
   -lpthread -ldl -lrt
 """
     with open(os.path.join(pkg, "exports.map"), "w") as f:

@@ -192,6 +192,11 @@ def main() -> int:
     ap.add_argument("--rows", default="1,15,16,17,49,100,1000,5000")
     ap.add_argument("--time", action="store_true")
     ap.add_argument("--time-rows", type=int, default=49)
+    ap.add_argument(
+        "--time-shapes",
+        default="49x48x96,64x64x128,1000x96x200,4096x128x512,131072x32x64,8192x512x2048",
+        help="rowsxCxH shapes also timed on the matching 16-row-tile package",
+    )
     ap.add_argument("--json", default=None)
     a = ap.parse_args()
     torch.cuda.init()
@@ -211,6 +216,8 @@ def main() -> int:
     for pkg in pkgs:
         for sched in pkg.meta["schedules"]:
             for rows in [int(r) for r in a.rows.split(",")]:
+                if rows * pkg.C * pkg.H > 3e9:  # keep the CPU float64 reference quick
+                    continue
                 seed += 1
                 try:
                     r = check_case(pkg, sched, rows, seed)
@@ -234,6 +241,20 @@ def main() -> int:
                     t = {"pkg": os.path.basename(pkg.path), "schedule": sched, "error": repr(e)}
                 timings.append(t)
                 print("time " + json.dumps(t), flush=True)
+        for shape in a.time_shapes.split(","):
+            rows, c, h = (int(v) for v in shape.split("x"))
+            for pkg in pkgs:
+                if (pkg.C, pkg.H) != (c, h) or rows == a.time_rows:
+                    continue
+                if pkg.meta["schedules"][next(iter(pkg.meta["schedules"]))]["tile_rows"] != 16:
+                    continue
+                for sched in pkg.meta["schedules"]:
+                    try:
+                        t = time_schedule(pkg, sched, rows, reps=200)
+                    except Exception as e:  # noqa: BLE001
+                        t = {"pkg": os.path.basename(pkg.path), "schedule": sched, "error": repr(e)}
+                    timings.append(t)
+                    print("time " + json.dumps(t), flush=True)
     if a.json:
         with open(a.json, "w") as f:
             json.dump(

@@ -105,14 +105,16 @@ def make_plan(mode: str, channels: int, hidden: int, tile_rows: int) -> Plan:
         raise ShapeError(f"tile rows must be 16, 32 or 64, got {tile_rows}")
     if channels < 1 or hidden < 1:
         raise ShapeError(f"channels and hidden must be >= 1, got {channels}, {hidden}")
-    cp16, hp16 = _roundup(channels, 16), _roundup(hidden, 16)
     warps_m = tile_rows // 16
-    # warps along N: as many as divide both padded widths (no idle warps), at most 4/warps_m
-    warps_n = 1
-    for wn in (4, 3, 2):
-        if warps_m * wn <= 8 and (cp16 // 16) % wn == 0 and (hp16 // 16) % wn == 0:
-            warps_n = wn
+    # warps along N: minimise the padded work per warp (cp * hp / warps_n); ties go to
+    # fewer warps (no idle warps, fewer barriers participants)
+    warps_n, best = 1, None
+    for wn in (1, 2, 3, 4):
+        if warps_m * wn > 8:
             break
+        cost = _roundup(channels, 16 * wn) * _roundup(hidden, 16 * wn) / wn
+        if best is None or cost < best * 0.97:
+            warps_n, best = wn, cost
     step = 16 * warps_n
     cp, hp = _roundup(channels, step), _roundup(hidden, step)
     threads = 32 * warps_m * warps_n
@@ -123,8 +125,10 @@ def make_plan(mode: str, channels: int, hidden: int, tile_rows: int) -> Plan:
             f"{mode}: channels {channels} need {acc_y} fp32 accumulators per thread "
             f"(limit {MAX_ACC_PER_THREAD}) at tile rows {tile_rows}; use fewer tile rows"
         )
-    # one chunk if everything fits, else the widest double-buffered chunk that fits
-    candidates = [(hp, 1)] + [(hc, 2) for hc in range(hp - step, 0, -step) if hp % hc == 0]
+    # one chunk if everything fits, else the widest double-buffered chunk that fits, else
+    # the widest single-buffered one
+    chunks = [hc for hc in range(hp - step, 0, -step) if hp % hc == 0]
+    candidates = [(hp, 1)] + [(hc, 2) for hc in chunks] + [(hc, 1) for hc in chunks]
     for hc, nbuf in candidates:
         acc_h = tile_rows * hc // threads
         if mode != "proj2" and acc_h > MAX_ACC_PER_THREAD:
@@ -132,7 +136,7 @@ def make_plan(mode: str, channels: int, hidden: int, tile_rows: int) -> Plan:
         need = _smem_bytes(mode, tile_rows, cp, hp, hc, nbuf)
         if need <= SMEM_LIMIT_SM90:
             return Plan(mode, channels, hidden, tile_rows, warps_m, warps_n, cp, hp, hc, nbuf, need)
-    need = _smem_bytes(mode, tile_rows, cp, hp, step, 2)
+    need = _smem_bytes(mode, tile_rows, cp, hp, step, 1)
     raise ShapeError(
         f"{mode}: C={channels} H={hidden} tile rows {tile_rows} does not fit: needs "
         f"{need} bytes of shared memory even with hidden chunks of {step}, "
@@ -196,7 +200,7 @@ class MlpKernel:
         row0,
         nrows,
         col0,
-        ncols: cutlass.Constexpr,
+        ncols,
         srows: cutlass.Constexpr,
         scols: cutlass.Constexpr,
         vec: cutlass.Constexpr,
@@ -355,108 +359,69 @@ class MlpKernel:
                 self.stage(mH, sHall[None, None, 0], row0, nrows, 0, H, tm, hc, self.vh, tid)
             cute.arch.cp_async_commit_group()
 
-            if cutlass.const_expr(nchunks > 1):
-                # prefetch chunk 0
-                self.load_chunk(
-                    mW1,
-                    mW2,
-                    mH,
-                    sW1 if self.uses_w1 else None,
-                    sW2 if self.uses_w2 else None,
-                    sHall if mode == "proj2" else None,
-                    0,
-                    0,
-                    row0,
-                    nrows,
-                    tid,
-                )
-                cute.arch.cp_async_commit_group()
-
             accY = None
             if cutlass.const_expr(mode != "proj1"):
                 accY = tiled_mma.make_fragment_C(tiled_mma.partition_shape_C((tm, cp)))
                 accY.fill(0.0)
+            sw1 = sW1 if self.uses_w1 else None
+            sw2 = sW2 if self.uses_w2 else None
+            sh = sHall if mode != "proj1" else None
+            sb1 = sB1 if self.uses_w1 else None
+            ctx = (tiled_mma, thr_mma, thr_s2r_a, thr_s2r_b, tCcH, row0, nrows, tid)
 
-            for j in cutlass.range_constexpr(nchunks):
-                buf = j % nbuf
-                hbuf = j % hbufs
-                if cutlass.const_expr(nchunks > 1 and j + 1 < nchunks):
-                    # prefetch chunk j+1 into the other buffer, then wait for chunk j
+            if cutlass.const_expr(nchunks == 1):
+                cute.arch.cp_async_wait_group(0)
+                cute.arch.sync_threads()
+                self.chunk(ctx, mH, sX, sw1, sb1, sw2, sh, accY, 0, 0, 0)
+            elif cutlass.const_expr(nbuf == 2):
+                # double buffer: chunk j+1 streams in while chunk j is computed
+                self.load_chunk(
+                    mW1, mW2, mH, sw1, sw2, sh if mode == "proj2" else None, 0, 0, row0, nrows, tid
+                )
+                cute.arch.cp_async_commit_group()
+                for j in cutlass.range(nchunks):
+                    buf = j % 2
+                    if j + 1 < nchunks:
+                        self.load_chunk(
+                            mW1,
+                            mW2,
+                            mH,
+                            sw1,
+                            sw2,
+                            sh if mode == "proj2" else None,
+                            j + 1,
+                            1 - buf,
+                            row0,
+                            nrows,
+                            tid,
+                        )
+                    cute.arch.cp_async_commit_group()  # (empty on the last chunk)
+                    cute.arch.cp_async_wait_group(1)
+                    cute.arch.sync_threads()
+                    hbuf = buf if mode == "proj2" else 0
+                    self.chunk(ctx, mH, sX, sw1, sb1, sw2, sh, accY, j, buf, hbuf)
+                    # everyone is done with buffer `buf` before it is refilled
+                    cute.arch.sync_threads()
+            else:
+                # single buffer: load chunk j, compute it, then the next
+                for j in cutlass.range(nchunks):
                     self.load_chunk(
                         mW1,
                         mW2,
                         mH,
-                        sW1 if self.uses_w1 else None,
-                        sW2 if self.uses_w2 else None,
-                        sHall if mode == "proj2" else None,
-                        j + 1,
-                        (j + 1) % nbuf,
+                        sw1,
+                        sw2,
+                        sh if mode == "proj2" else None,
+                        j,
+                        0,
                         row0,
                         nrows,
                         tid,
                     )
                     cute.arch.cp_async_commit_group()
-                    cute.arch.cp_async_wait_group(1)
-                else:
                     cute.arch.cp_async_wait_group(0)
-                cute.arch.sync_threads()
-
-                if cutlass.const_expr(self.uses_w1):
-                    # ---- GEMM1 chunk: acc1[tm, hc] = X[tm, cp] @ W1[cp, chunk]
-                    sA = sX
-                    sB = cute.make_tensor(
-                        sW1[None, None, buf].iterator,
-                        cute.make_layout((hc, cp), stride=(1, hc + SMEM_PAD)),
-                    )
-                    acc1 = tiled_mma.make_fragment_C(tiled_mma.partition_shape_C((tm, hc)))
-                    acc1.fill(0.0)
-                    self.mma(tiled_mma, thr_mma, thr_s2r_a, thr_s2r_b, sA, sB, acc1)
-                    # ---- +b1, ReLU, round to fp16
-                    hfrag = cute.make_fragment_like(acc1, f16)
-                    for i in cutlass.range_constexpr(cute.size(acc1)):
-                        c = tCcH[i][1]
-                        hfrag[i] = cute.arch.fmax(acc1[i] + sB1[j * hc + c], f32(0.0)).to(f16)
-                    if cutlass.const_expr(mode == "fused_smem"):
-                        cute.autovec_copy(hfrag, thr_mma.partition_C(sHall[None, None, 0]))
-                    else:
-                        # H to the global buffer (only inside [rows, H])
-                        for i in cutlass.range_constexpr(cute.size(acc1)):
-                            r = tCcH[i][0]
-                            c = tCcH[i][1]
-                            if r < nrows and j * hc + c < H:
-                                mH[row0 + r, j * hc + c] = hfrag[i]
-                    if cutlass.const_expr(mode == "fused_gmem"):
-                        # block barrier makes this block's global H writes visible to
-                        # itself; read the tile back (L2, zero-padded)
-                        cute.arch.sync_threads()
-                        self.stage(
-                            mH,
-                            sHall[None, None, 0],
-                            row0,
-                            nrows,
-                            j * hc,
-                            min(hc, H - j * hc),
-                            tm,
-                            hc,
-                            self.vh,
-                            tid,
-                        )
-                        cute.arch.cp_async_commit_group()
-                        cute.arch.cp_async_wait_group(0)
-                    if cutlass.const_expr(mode != "proj1"):
-                        cute.arch.sync_threads()
-
-                if cutlass.const_expr(self.uses_w2):
-                    # ---- GEMM2 chunk: accY[tm, cp] += H[tm, chunk] @ W2[chunk, cp]
-                    sA2 = sHall[None, None, hbuf]
-                    sB2v = cute.make_tensor(
-                        sW2[None, None, buf].iterator,
-                        cute.make_layout((cp, hc), stride=(1, cp + SMEM_PAD)),
-                    )
-                    self.mma(tiled_mma, thr_mma, thr_s2r_a, thr_s2r_b, sA2, sB2v, accY)
-
-                if cutlass.const_expr(nchunks > 1):
-                    # everyone is done with buffer `buf` before it is refilled
+                    cute.arch.sync_threads()
+                    self.chunk(ctx, mH, sX, sw1, sb1, sw2, sh, accY, j, 0, 0)
                     cute.arch.sync_threads()
 
             if cutlass.const_expr(mode != "proj1"):
@@ -471,6 +436,55 @@ class MlpKernel:
             cute.arch.sync_threads()
 
     @cute.jit
+    def chunk(self, ctx, mH, sX, sW1, sB1, sW2, sHall, accY, j, buf, hbuf):
+        """One hidden chunk j (weights in buffer `buf`, H tile in `hbuf`): GEMM1, +b1,
+        ReLU, fp16 round into smem (or global h), then GEMM2 into accY."""
+        tiled_mma, thr_mma, thr_s2r_a, thr_s2r_b, tCcH, row0, nrows, tid = ctx
+        tm, cp, hc, H, mode = self.tm, self.cp, self.hc, self.H, self.mode
+        f16, f32 = cutlass.Float16, cutlass.Float32
+        if cutlass.const_expr(self.uses_w1):
+            # ---- GEMM1 chunk: acc1[tm, hc] = X[tm, cp] @ W1[cp, chunk]
+            sB = cute.make_tensor(
+                sW1[None, None, buf].iterator,
+                cute.make_layout((hc, cp), stride=(1, hc + SMEM_PAD)),
+            )
+            acc1 = tiled_mma.make_fragment_C(tiled_mma.partition_shape_C((tm, hc)))
+            acc1.fill(0.0)
+            self.mma(tiled_mma, thr_mma, thr_s2r_a, thr_s2r_b, sX, sB, acc1)
+            # ---- +b1, ReLU, round to fp16
+            hfrag = cute.make_fragment_like(acc1, f16)
+            for i in cutlass.range_constexpr(cute.size(acc1)):
+                c = tCcH[i][1]
+                hfrag[i] = cute.arch.fmax(acc1[i] + sB1[j * hc + c], f32(0.0)).to(f16)
+            if cutlass.const_expr(mode == "fused_smem"):
+                cute.autovec_copy(hfrag, thr_mma.partition_C(sHall[None, None, 0]))
+            else:
+                # H to the global buffer (only inside [rows, H])
+                for i in cutlass.range_constexpr(cute.size(acc1)):
+                    r = tCcH[i][0]
+                    c = tCcH[i][1]
+                    if r < nrows and j * hc + c < H:
+                        mH[row0 + r, j * hc + c] = hfrag[i]
+            if cutlass.const_expr(mode == "fused_gmem"):
+                # the block barrier makes this block's global H writes visible to the
+                # block; read its own tile back (through L2, zero-padded)
+                cute.arch.sync_threads()
+                self.stage(
+                    mH, sHall[None, None, 0], row0, nrows, j * hc, H - j * hc, tm, hc, self.vh, tid
+                )
+                cute.arch.cp_async_commit_group()
+                cute.arch.cp_async_wait_group(0)
+            if cutlass.const_expr(mode != "proj1"):
+                cute.arch.sync_threads()
+        if cutlass.const_expr(self.uses_w2):
+            # ---- GEMM2 chunk: accY[tm, cp] += H[tm, chunk] @ W2[chunk, cp]
+            sB2v = cute.make_tensor(
+                sW2[None, None, buf].iterator,
+                cute.make_layout((cp, hc), stride=(1, cp + SMEM_PAD)),
+            )
+            self.mma(tiled_mma, thr_mma, thr_s2r_a, thr_s2r_b, sHall[None, None, hbuf], sB2v, accY)
+
+    @cute.jit
     def load_chunk(
         self,
         mW1,
@@ -479,22 +493,21 @@ class MlpKernel:
         sW1,
         sW2,
         sHall,
-        j: cutlass.Constexpr,
-        buf: cutlass.Constexpr,
+        j,
+        buf,
         row0,
         nrows,
         tid,
     ):
         hc, cp = self.hc, self.cp
-        hn = min(hc, self.H - j * hc)  # valid hidden columns of chunk j (may be <= 0)
-        hn = max(hn, 0)
+        hn = self.H - j * hc  # valid hidden columns of chunk j (stage masks c < hn)
         if cutlass.const_expr(sW1 is not None):
             self.stage(mW1, sW1[None, None, buf], 0, self.C, j * hc, hn, cp, hc, self.vh, tid)
         if cutlass.const_expr(sW2 is not None):
             self.stage(mW2, sW2[None, None, buf], j * hc, hn, 0, self.C, hc, cp, self.vx, tid)
         if cutlass.const_expr(sHall is not None):
             self.stage(
-                mH, sHall[None, None, buf % 2], row0, nrows, j * hc, hn, self.tm, hc, self.vh, tid
+                mH, sHall[None, None, buf], row0, nrows, j * hc, hn, self.tm, hc, self.vh, tid
             )
 
     @cute.jit
