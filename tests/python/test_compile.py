@@ -60,8 +60,10 @@ def test_compile_example(tmp_path):
 
 def test_compile_rejects_other_graphs(tmp_path):
     """A row-owned graph that is not the residual MLP compiles to a clear UNSUPPORTED."""
-    model = export("models:gelu_mlp", 5, tmp_path / "g.onnx")
-    p = rowfuse("compile", model, "--rows", 5, "-o", tmp_path / "pkg")
+    from models import ROWS
+
+    model = export("models:gelu_mlp", ROWS, tmp_path / "g.onnx")
+    p = rowfuse("compile", model, "--rows", ROWS, "-o", tmp_path / "pkg")
     assert p.returncode == 1, p.stderr
     assert "residual MLP" in p.stderr
 
