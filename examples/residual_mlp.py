@@ -1,6 +1,6 @@
 """The reference block: a two-layer residual MLP, Y = ReLU(fc2(ReLU(fc1(X))) + X).
 
-    python -m rowfuse.export residual_mlp:make --rows 49 -o model.onnx   (from examples/)
+python -m rowfuse.export residual_mlp:make --rows 49 -o model.onnx   (from examples/)
 """
 
 import torch
