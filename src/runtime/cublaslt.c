@@ -211,6 +211,8 @@ static rf_status_t lt_launch(rf_variant_t *v, const rf_mlp_args_t *args, void *s
     RF_LT(cublasLtMatmul(lt->handle, lt->g2.desc, &one, args->w2, lt->g2.a, args->h, lt->g2.b, &one,
                          args->y, lt->g2.c, args->y, lt->g2.d, &lt->g2.algo, lt->workspace,
                          RF_LT_WORKSPACE, s));
+    if (!lt->relu2_fused && (err = rf_glue_relu_f32(args->y, m * c, s)) != cudaSuccess)
+        return rf_cuda_status(err, __FILE__, __LINE__, "glue relu_f32(Y)");
     return RF_OK;
 }
 
