@@ -17,9 +17,9 @@ extern "C" {
 #endif
 
 typedef struct rf_allocator {
-    void *(*alloc)(void *ctx, size_t size);               /* NULL on failure */
-    void *(*realloc)(void *ctx, void *ptr, size_t size);  /* NULL on failure, ptr kept */
-    void (*free)(void *ctx, void *ptr);                   /* free(NULL) is a no-op */
+    void *(*alloc)(void *ctx, size_t size);              /* NULL on failure */
+    void *(*realloc)(void *ctx, void *ptr, size_t size); /* NULL on failure, ptr kept */
+    void (*free)(void *ctx, void *ptr);                  /* free(NULL) is a no-op */
     void *ctx;
 } rf_allocator_t;
 

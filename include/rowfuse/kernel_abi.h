@@ -40,9 +40,9 @@ typedef struct rf_mlp_args {
 } rf_mlp_args_t;
 
 /* Function types, with the exported symbol names. */
-typedef int (*rf_pkg_abi_version_fn)(void);           /* "rf_pkg_abi_version" */
-typedef int (*rf_pkg_channels_fn)(void);              /* "rf_pkg_channels" */
-typedef int (*rf_pkg_hidden_fn)(void);                /* "rf_pkg_hidden" */
+typedef int (*rf_pkg_abi_version_fn)(void); /* "rf_pkg_abi_version" */
+typedef int (*rf_pkg_channels_fn)(void);    /* "rf_pkg_channels" */
+typedef int (*rf_pkg_hidden_fn)(void);      /* "rf_pkg_hidden" */
 /* Number of kernels one launch of `schedule` enqueues (1 or 2), or -1 if the package
  * does not contain that schedule. Used to check captured graphs. "rf_pkg_kernel_count" */
 typedef int (*rf_pkg_kernel_count_fn)(const char *schedule);

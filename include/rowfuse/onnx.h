@@ -26,8 +26,7 @@ extern "C" {
 rf_status_t rf_onnx_import_buffer(rf_allocator_t allocator, const uint8_t *data, size_t size,
                                   rf_graph_t **out_graph);
 /* Reads the file, then as above. Errors name the path. */
-rf_status_t rf_onnx_import_file(rf_allocator_t allocator, const char *path,
-                                rf_graph_t **out_graph);
+rf_status_t rf_onnx_import_file(rf_allocator_t allocator, const char *path, rf_graph_t **out_graph);
 
 #ifdef __cplusplus
 }

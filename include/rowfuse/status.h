@@ -28,13 +28,13 @@ typedef enum rf_code {
     RF_CODE_ROW_VIOLATION,    /* the graph mixes rows: not row-owned */
     RF_CODE_SHAPE_ERROR,      /* shapes inconsistent, dynamic or too large */
     RF_CODE_OUT_OF_MEMORY,
-    RF_CODE_IO_ERROR,         /* open/read/write failed */
-    RF_CODE_NOT_FOUND,        /* a named thing (file, value, kernel) is missing */
+    RF_CODE_IO_ERROR,           /* open/read/write failed */
+    RF_CODE_NOT_FOUND,          /* a named thing (file, value, kernel) is missing */
     RF_CODE_RESOURCE_EXHAUSTED, /* does not fit: shared memory, registers, limits */
-    RF_CODE_CUDA_ERROR,       /* a CUDA driver/runtime/library call failed */
-    RF_CODE_NO_DEVICE,        /* no usable GPU */
-    RF_CODE_MISMATCH,         /* a check failed: results differ from the reference */
-    RF_CODE_INTERNAL,         /* an invariant broke: a rowfuse bug */
+    RF_CODE_CUDA_ERROR,         /* a CUDA driver/runtime/library call failed */
+    RF_CODE_NO_DEVICE,          /* no usable GPU */
+    RF_CODE_MISMATCH,           /* a check failed: results differ from the reference */
+    RF_CODE_INTERNAL,           /* an invariant broke: a rowfuse bug */
 } rf_code_t;
 
 typedef struct rf_status_s *rf_status_t;
@@ -65,19 +65,19 @@ void rf_status_free(rf_status_t status);
 #define RF_ERR(code, ...) rf_status_make((code), __FILE__, __LINE__, __VA_ARGS__)
 
 /* Evaluates expr; on error annotates it with the printf-style context and returns it. */
-#define RF_RETURN_IF_ERROR(expr, ...)                                                      \
-    do {                                                                                   \
-        rf_status_t rf_status_tmp_ = (expr);                                               \
-        if (rf_status_tmp_ != RF_OK)                                                       \
-            return rf_status_annotate(rf_status_tmp_, __VA_ARGS__);                        \
+#define RF_RETURN_IF_ERROR(expr, ...)                                                              \
+    do {                                                                                           \
+        rf_status_t rf_status_tmp_ = (expr);                                                       \
+        if (rf_status_tmp_ != RF_OK)                                                               \
+            return rf_status_annotate(rf_status_tmp_, __VA_ARGS__);                                \
     } while (0)
 
 /* Same, without extra context. */
-#define RF_RETURN_IF_ERROR_PLAIN(expr)                                                     \
-    do {                                                                                   \
-        rf_status_t rf_status_tmp_ = (expr);                                               \
-        if (rf_status_tmp_ != RF_OK)                                                       \
-            return rf_status_tmp_;                                                         \
+#define RF_RETURN_IF_ERROR_PLAIN(expr)                                                             \
+    do {                                                                                           \
+        rf_status_t rf_status_tmp_ = (expr);                                                       \
+        if (rf_status_tmp_ != RF_OK)                                                               \
+            return rf_status_tmp_;                                                                 \
     } while (0)
 
 #ifdef __cplusplus

@@ -68,8 +68,7 @@ rf_status_t rf_grow(rf_allocator_t a, void **ptr, size_t *capacity, size_t need,
         return RF_ERR(RF_CODE_OUT_OF_MEMORY, "size overflow growing %s", what);
     void *p = a.realloc(a.ctx, *ptr, bytes);
     if (!p)
-        return RF_ERR(RF_CODE_OUT_OF_MEMORY, "out of memory growing %s to %zu bytes", what,
-                      bytes);
+        return RF_ERR(RF_CODE_OUT_OF_MEMORY, "out of memory growing %s to %zu bytes", what, bytes);
     *ptr = p;
     *capacity = cap;
     return RF_OK;
@@ -111,12 +110,10 @@ rf_status_t rf_arena_alloc(rf_arena_t *arena, size_t size, void **out_ptr) {
     if (!b || b->size - b->used < rounded) {
         size_t bsize = rounded > arena->block_size ? rounded : arena->block_size;
         if (bsize > SIZE_MAX - sizeof(rf_arena_block_t))
-            return RF_ERR(RF_CODE_OUT_OF_MEMORY, "arena allocation of %zu bytes overflows",
-                          size);
+            return RF_ERR(RF_CODE_OUT_OF_MEMORY, "arena allocation of %zu bytes overflows", size);
         b = arena->allocator.alloc(arena->allocator.ctx, sizeof(rf_arena_block_t) + bsize);
         if (!b)
-            return RF_ERR(RF_CODE_OUT_OF_MEMORY, "out of memory: arena block of %zu bytes",
-                          bsize);
+            return RF_ERR(RF_CODE_OUT_OF_MEMORY, "out of memory: arena block of %zu bytes", bsize);
         b->size = bsize;
         b->used = 0;
         b->next = arena->head;

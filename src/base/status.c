@@ -88,20 +88,34 @@ int rf_status_line(rf_status_t status) {
 
 const char *rf_code_name(rf_code_t code) {
     switch (code) {
-    case RF_CODE_OK: return "ok";
-    case RF_CODE_INVALID_ARGUMENT: return "invalid argument";
-    case RF_CODE_PARSE_ERROR: return "parse error";
-    case RF_CODE_UNSUPPORTED: return "unsupported";
-    case RF_CODE_ROW_VIOLATION: return "row violation";
-    case RF_CODE_SHAPE_ERROR: return "shape error";
-    case RF_CODE_OUT_OF_MEMORY: return "out of memory";
-    case RF_CODE_IO_ERROR: return "i/o error";
-    case RF_CODE_NOT_FOUND: return "not found";
-    case RF_CODE_RESOURCE_EXHAUSTED: return "resource exhausted";
-    case RF_CODE_CUDA_ERROR: return "cuda error";
-    case RF_CODE_NO_DEVICE: return "no device";
-    case RF_CODE_MISMATCH: return "mismatch";
-    case RF_CODE_INTERNAL: return "internal error";
+    case RF_CODE_OK:
+        return "ok";
+    case RF_CODE_INVALID_ARGUMENT:
+        return "invalid argument";
+    case RF_CODE_PARSE_ERROR:
+        return "parse error";
+    case RF_CODE_UNSUPPORTED:
+        return "unsupported";
+    case RF_CODE_ROW_VIOLATION:
+        return "row violation";
+    case RF_CODE_SHAPE_ERROR:
+        return "shape error";
+    case RF_CODE_OUT_OF_MEMORY:
+        return "out of memory";
+    case RF_CODE_IO_ERROR:
+        return "i/o error";
+    case RF_CODE_NOT_FOUND:
+        return "not found";
+    case RF_CODE_RESOURCE_EXHAUSTED:
+        return "resource exhausted";
+    case RF_CODE_CUDA_ERROR:
+        return "cuda error";
+    case RF_CODE_NO_DEVICE:
+        return "no device";
+    case RF_CODE_MISMATCH:
+        return "mismatch";
+    case RF_CODE_INTERNAL:
+        return "internal error";
     }
     return "unknown";
 }

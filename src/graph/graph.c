@@ -20,16 +20,26 @@ struct rf_graph {
 
 const char *rf_dtype_name(rf_dtype_t dtype) {
     switch (dtype) {
-    case RF_DTYPE_F32: return "f32";
-    case RF_DTYPE_F16: return "f16";
-    case RF_DTYPE_BF16: return "bf16";
-    case RF_DTYPE_F64: return "f64";
-    case RF_DTYPE_I64: return "i64";
-    case RF_DTYPE_I32: return "i32";
-    case RF_DTYPE_I8: return "i8";
-    case RF_DTYPE_U8: return "u8";
-    case RF_DTYPE_BOOL: return "bool";
-    case RF_DTYPE_UNDEFINED: break;
+    case RF_DTYPE_F32:
+        return "f32";
+    case RF_DTYPE_F16:
+        return "f16";
+    case RF_DTYPE_BF16:
+        return "bf16";
+    case RF_DTYPE_F64:
+        return "f64";
+    case RF_DTYPE_I64:
+        return "i64";
+    case RF_DTYPE_I32:
+        return "i32";
+    case RF_DTYPE_I8:
+        return "i8";
+    case RF_DTYPE_U8:
+        return "u8";
+    case RF_DTYPE_BOOL:
+        return "bool";
+    case RF_DTYPE_UNDEFINED:
+        break;
     }
     return "undefined";
 }
@@ -37,15 +47,20 @@ const char *rf_dtype_name(rf_dtype_t dtype) {
 size_t rf_dtype_size(rf_dtype_t dtype) {
     switch (dtype) {
     case RF_DTYPE_F64:
-    case RF_DTYPE_I64: return 8;
+    case RF_DTYPE_I64:
+        return 8;
     case RF_DTYPE_F32:
-    case RF_DTYPE_I32: return 4;
+    case RF_DTYPE_I32:
+        return 4;
     case RF_DTYPE_F16:
-    case RF_DTYPE_BF16: return 2;
+    case RF_DTYPE_BF16:
+        return 2;
     case RF_DTYPE_I8:
     case RF_DTYPE_U8:
-    case RF_DTYPE_BOOL: return 1;
-    case RF_DTYPE_UNDEFINED: break;
+    case RF_DTYPE_BOOL:
+        return 1;
+    case RF_DTYPE_UNDEFINED:
+        break;
     }
     return 0;
 }
@@ -58,8 +73,8 @@ rf_status_t rf_shape_numel(const rf_shape_t *shape, int64_t *out_numel) {
     for (int i = 0; i < shape->rank; i++) {
         int64_t d = shape->dims[i];
         if (d < 0 || d > RF_MAX_DIM)
-            return RF_ERR(RF_CODE_SHAPE_ERROR, "dim %d is %lld, outside 0..%lld", i,
-                          (long long)d, (long long)RF_MAX_DIM);
+            return RF_ERR(RF_CODE_SHAPE_ERROR, "dim %d is %lld, outside 0..%lld", i, (long long)d,
+                          (long long)RF_MAX_DIM);
         if (d != 0 && n > RF_MAX_ELEMENTS / d)
             return RF_ERR(RF_CODE_SHAPE_ERROR, "more than %lld elements",
                           (long long)RF_MAX_ELEMENTS);
@@ -225,8 +240,8 @@ rf_status_t rf_graph_add_const(rf_graph_t *g, const char *name, rf_dtype_t dtype
     if ((uint64_t)numel * esize != nbytes) {
         char sbuf[160];
         return RF_ERR(RF_CODE_PARSE_ERROR,
-                      "constant '%s' of shape %s and dtype %s needs %llu bytes, has %zu",
-                      name, rf_shape_format(shape, sbuf, sizeof sbuf), rf_dtype_name(dtype),
+                      "constant '%s' of shape %s and dtype %s needs %llu bytes, has %zu", name,
+                      rf_shape_format(shape, sbuf, sizeof sbuf), rf_dtype_name(dtype),
                       (unsigned long long)((uint64_t)numel * esize), nbytes);
     }
     int idx;
@@ -242,8 +257,7 @@ rf_status_t rf_graph_add_const(rf_graph_t *g, const char *name, rf_dtype_t dtype
     return RF_OK;
 }
 
-static rf_status_t rf_copy_attrs(rf_graph_t *g, const rf_attr_t *attrs, int n,
-                                 rf_attr_t **out) {
+static rf_status_t rf_copy_attrs(rf_graph_t *g, const rf_attr_t *attrs, int n, rf_attr_t **out) {
     void *p;
     *out = NULL;
     if (n == 0)
@@ -320,8 +334,7 @@ rf_status_t rf_graph_add_node(rf_graph_t *g, const char *name, const char *op_ty
         memcpy(p, inputs, sizeof(int) * (size_t)n_inputs);
     n.inputs = p;
     n.n_inputs = n_inputs;
-    RF_RETURN_IF_ERROR_PLAIN(
-        rf_arena_alloc(&g->arena, sizeof(int) * (size_t)(n_outputs + 1), &p));
+    RF_RETURN_IF_ERROR_PLAIN(rf_arena_alloc(&g->arena, sizeof(int) * (size_t)(n_outputs + 1), &p));
     if (n_outputs)
         memcpy(p, outputs, sizeof(int) * (size_t)n_outputs);
     n.outputs = p;
@@ -473,10 +486,13 @@ double rf_value_get_f64(const rf_value_t *v, int64_t i) {
         memcpy(&x, d + 4 * i, 4);
         return x;
     }
-    case RF_DTYPE_I8: return (double)(int8_t)d[i];
+    case RF_DTYPE_I8:
+        return (double)(int8_t)d[i];
     case RF_DTYPE_U8:
-    case RF_DTYPE_BOOL: return d[i];
-    case RF_DTYPE_UNDEFINED: break;
+    case RF_DTYPE_BOOL:
+        return d[i];
+    case RF_DTYPE_UNDEFINED:
+        break;
     }
     return 0.0;
 }
@@ -494,7 +510,8 @@ int64_t rf_value_get_i64(const rf_value_t *v, int64_t i) {
         memcpy(&x, d + 4 * i, 4);
         return x;
     }
-    default: return (int64_t)rf_value_get_f64(v, i);
+    default:
+        return (int64_t)rf_value_get_f64(v, i);
     }
 }
 

@@ -12,44 +12,44 @@
 
 static int rf_test_passed, rf_test_failed;
 
-#define CHECK(cond)                                                                        \
-    do {                                                                                   \
-        if (cond) {                                                                        \
-            rf_test_passed++;                                                              \
-        } else {                                                                           \
-            rf_test_failed++;                                                              \
-            fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond);      \
-        }                                                                                  \
+#define CHECK(cond)                                                                                \
+    do {                                                                                           \
+        if (cond) {                                                                                \
+            rf_test_passed++;                                                                      \
+        } else {                                                                                   \
+            rf_test_failed++;                                                                      \
+            fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond);               \
+        }                                                                                          \
     } while (0)
 
 /* Expects an OK status; prints the message otherwise. Frees the status. */
-#define CHECK_OK(expr)                                                                     \
-    do {                                                                                   \
-        rf_status_t st_ = (expr);                                                          \
-        if (st_ == RF_OK) {                                                                \
-            rf_test_passed++;                                                              \
-        } else {                                                                           \
-            rf_test_failed++;                                                              \
-            fprintf(stderr, "%s:%d: %s failed: %s\n", __FILE__, __LINE__, #expr,           \
-                    rf_status_message(st_));                                               \
-            rf_status_free(st_);                                                           \
-        }                                                                                  \
+#define CHECK_OK(expr)                                                                             \
+    do {                                                                                           \
+        rf_status_t st_ = (expr);                                                                  \
+        if (st_ == RF_OK) {                                                                        \
+            rf_test_passed++;                                                                      \
+        } else {                                                                                   \
+            rf_test_failed++;                                                                      \
+            fprintf(stderr, "%s:%d: %s failed: %s\n", __FILE__, __LINE__, #expr,                   \
+                    rf_status_message(st_));                                                       \
+            rf_status_free(st_);                                                                   \
+        }                                                                                          \
     } while (0)
 
 /* Expects an error with the given code whose message contains `needle`. */
-#define CHECK_ERR(expr, code, needle)                                                      \
-    do {                                                                                   \
-        rf_status_t st_ = (expr);                                                          \
-        if (st_ != RF_OK && rf_status_code(st_) == (code) &&                               \
-            strstr(rf_status_message(st_), (needle))) {                                    \
-            rf_test_passed++;                                                              \
-        } else {                                                                           \
-            rf_test_failed++;                                                              \
-            fprintf(stderr, "%s:%d: %s: expected %s containing '%s', got %s: '%s'\n",      \
-                    __FILE__, __LINE__, #expr, rf_code_name(code), (needle),               \
-                    rf_code_name(rf_status_code(st_)), rf_status_message(st_));            \
-        }                                                                                  \
-        rf_status_free(st_);                                                               \
+#define CHECK_ERR(expr, code, needle)                                                              \
+    do {                                                                                           \
+        rf_status_t st_ = (expr);                                                                  \
+        if (st_ != RF_OK && rf_status_code(st_) == (code) &&                                       \
+            strstr(rf_status_message(st_), (needle))) {                                            \
+            rf_test_passed++;                                                                      \
+        } else {                                                                                   \
+            rf_test_failed++;                                                                      \
+            fprintf(stderr, "%s:%d: %s: expected %s containing '%s', got %s: '%s'\n", __FILE__,    \
+                    __LINE__, #expr, rf_code_name(code), (needle),                                 \
+                    rf_code_name(rf_status_code(st_)), rf_status_message(st_));                    \
+        }                                                                                          \
+        rf_status_free(st_);                                                                       \
     } while (0)
 
 static inline int rf_test_finish(void) {
