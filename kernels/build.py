@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import glob
+import gzip
 import json
 import os
 import shutil
@@ -337,6 +338,7 @@ ${{CC:-gcc}} -shared -o librowfuse_pkg.so rf_pkg.o {objs} \\
   -s -Wl,--version-script=exports.map -Wl,--exclude-libs,ALL -Wl,--no-undefined \\
   -Wl,-z,noexecstack \\
   -lpthread -ldl -lrt
+rm -f rf_pkg.o
 """
     with open(os.path.join(pkg, "exports.map"), "w") as f:
         f.write("{ global: rf_pkg_*; local: *; };\n")
@@ -365,6 +367,11 @@ def main(argv: list[str] | None = None) -> int:
         choices=("so", "objects"),
         default="so",
         help="so: link librowfuse_pkg.so here; objects: leave link.sh for later",
+    )
+    ap.add_argument(
+        "--compress",
+        action="store_true",
+        help="gzip the IR, PTX and SASS (kernels/<k>.mlir.gz ...) to keep packages small",
     )
     ap.add_argument("--quiet", action="store_true")
     a = ap.parse_args(argv)
@@ -446,6 +453,16 @@ def main(argv: list[str] | None = None) -> int:
     if a.link == "so":
         subprocess.run(["sh", link, _cuda_home()], check=True)
         meta["library_bytes"] = os.path.getsize(os.path.join(pkg, "librowfuse_pkg.so"))
+    if a.compress:
+        for ks in sched_kernels.values():
+            for k in ks:
+                for key in ("mlir", "ptx", "sass"):
+                    if key in k["files"]:
+                        src = os.path.join(pkg, k["files"][key])
+                        with open(src, "rb") as fi, gzip.open(src + ".gz", "wb") as fo:
+                            shutil.copyfileobj(fi, fo)
+                        os.remove(src)
+                        k["files"][key] += ".gz"
     with open(os.path.join(pkg, "kernels.json"), "w") as f:
         json.dump(meta, f, indent=2)
         f.write("\n")
