@@ -41,6 +41,7 @@ typedef struct rf_json_writer {
     char kind[RF_JSON_MAX_DEPTH]; /* '{' or '[' per open level */
     int count[RF_JSON_MAX_DEPTH]; /* items written at each level */
     int after_key;                /* a key was written, its value is due */
+    int flat_from;                /* depth of the outermost flat container, or 0 */
     int done;                     /* a complete top-level value was written */
     rf_status_t error;            /* first error, or RF_OK */
 } rf_json_writer_t;
@@ -58,6 +59,9 @@ void rf_json_object_begin(rf_json_writer_t *w);
 void rf_json_object_end(rf_json_writer_t *w);
 void rf_json_array_begin(rf_json_writer_t *w);
 void rf_json_array_end(rf_json_writer_t *w);
+/* An array kept on one line even when pretty-printing ("[64, 48]"), with everything nested
+ * in it: for shapes and other short lists. Closed by rf_json_array_end. */
+void rf_json_array_begin_flat(rf_json_writer_t *w);
 /* Inside an object: the key of the next value. */
 void rf_json_key(rf_json_writer_t *w, const char *key);
 

@@ -41,9 +41,16 @@ static void rf_json_puts(rf_json_writer_t *w, const char *s) {
     rf_json_put(w, s, strlen(s));
 }
 
+/* Line break and indent before an item or a closing bracket. Inside a flat container
+ * items are separated by one space instead, and closers follow directly. */
 static void rf_json_newline(rf_json_writer_t *w, int depth) {
     if (!w->indent)
         return;
+    if (w->flat_from && w->depth >= w->flat_from) {
+        if (depth == w->depth && w->count[w->depth - 1] > 1)
+            rf_json_put(w, " ", 1);
+        return;
+    }
     rf_json_put(w, "\n", 1);
     for (int i = 0; i < depth * w->indent; i++)
         rf_json_put(w, " ", 1);
@@ -81,7 +88,7 @@ static void rf_json_after_value(rf_json_writer_t *w) {
         w->done = 1;
 }
 
-static void rf_json_begin(rf_json_writer_t *w, char kind) {
+static void rf_json_begin(rf_json_writer_t *w, char kind, int flat) {
     if (!rf_json_before_value(w, kind == '{' ? "an object" : "an array"))
         return;
     if (w->depth >= RF_JSON_MAX_DEPTH) {
@@ -93,6 +100,8 @@ static void rf_json_begin(rf_json_writer_t *w, char kind) {
     w->kind[w->depth] = kind;
     w->count[w->depth] = 0;
     w->depth++;
+    if (flat && !w->flat_from)
+        w->flat_from = w->depth;
 }
 
 static void rf_json_end(rf_json_writer_t *w, char kind) {
@@ -103,22 +112,27 @@ static void rf_json_end(rf_json_writer_t *w, char kind) {
                                kind == '{' ? '}' : ']'));
         return;
     }
+    if (w->count[w->depth - 1])
+        rf_json_newline(w, w->depth - 1);
+    if (w->flat_from == w->depth)
+        w->flat_from = 0;
     w->depth--;
-    if (w->count[w->depth])
-        rf_json_newline(w, w->depth);
     char close = kind == '{' ? '}' : ']';
     rf_json_put(w, &close, 1);
     rf_json_after_value(w);
 }
 
 void rf_json_object_begin(rf_json_writer_t *w) {
-    rf_json_begin(w, '{');
+    rf_json_begin(w, '{', 0);
 }
 void rf_json_object_end(rf_json_writer_t *w) {
     rf_json_end(w, '{');
 }
 void rf_json_array_begin(rf_json_writer_t *w) {
-    rf_json_begin(w, '[');
+    rf_json_begin(w, '[', 0);
+}
+void rf_json_array_begin_flat(rf_json_writer_t *w) {
+    rf_json_begin(w, '[', 1);
 }
 void rf_json_array_end(rf_json_writer_t *w) {
     rf_json_end(w, '[');
@@ -307,5 +321,6 @@ rf_status_t rf_json_writer_finish(rf_json_writer_t *w) {
     w->error = RF_OK;
     w->done = 1;
     w->depth = 0;
+    w->flat_from = 0;
     return st;
 }

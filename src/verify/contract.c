@@ -12,7 +12,7 @@ static const char *rf_state_name(rf_row_state_t s) {
 }
 
 static void json_shape(rf_json_writer_t *w, const rf_shape_t *s) {
-    rf_json_array_begin(w);
+    rf_json_array_begin_flat(w);
     for (int i = 0; i < s->rank; i++)
         rf_json_int(w, s->dims[i]);
     rf_json_array_end(w);
@@ -34,7 +34,7 @@ static void json_value(rf_json_writer_t *w, const rf_contract_t *c, int v, int w
 }
 
 static void json_names(rf_json_writer_t *w, const rf_graph_t *g, const int *vals, int n) {
-    rf_json_array_begin(w);
+    rf_json_array_begin_flat(w);
     for (int i = 0; i < n; i++)
         rf_json_string(w, vals[i] >= 0 ? rf_graph_value(g, vals[i])->name : "");
     rf_json_array_end(w);

@@ -71,6 +71,50 @@ static void test_compact_and_pretty(void) {
         fprintf(stderr, "pretty output was:\n%s", b.data);
 }
 
+static void test_flat_arrays(void) {
+    buf_t b;
+    rf_json_writer_t w;
+    buf_init(&b);
+    rf_json_writer_init(&w, buf_sink, &b, 2);
+    rf_json_object_begin(&w);
+    rf_json_key(&w, "shape");
+    rf_json_array_begin_flat(&w);
+    rf_json_int(&w, 64);
+    rf_json_int(&w, 48);
+    rf_json_array_end(&w);
+    rf_json_key(&w, "nested");
+    rf_json_array_begin_flat(&w);
+    rf_json_array_begin(&w); /* inside a flat array everything stays on the line */
+    rf_json_object_begin(&w);
+    rf_json_key_int(&w, "a", 1);
+    rf_json_key_int(&w, "b", 2);
+    rf_json_object_end(&w);
+    rf_json_array_end(&w);
+    rf_json_array_begin(&w);
+    rf_json_array_end(&w);
+    rf_json_array_end(&w);
+    rf_json_key(&w, "after");
+    rf_json_array_begin(&w); /* pretty again */
+    rf_json_int(&w, 1);
+    rf_json_array_end(&w);
+    rf_json_object_end(&w);
+    CHECK_OK(rf_json_writer_finish(&w));
+    const char *want = "{\n  \"shape\": [64, 48],\n  \"nested\": [[{\"a\": 1, \"b\": 2}], []],\n"
+                       "  \"after\": [\n    1\n  ]\n}\n";
+    CHECK(strcmp(b.data, want) == 0);
+    if (strcmp(b.data, want) != 0)
+        fprintf(stderr, "got:\n%s", b.data);
+    /* Compact mode ignores flatness. */
+    buf_init(&b);
+    rf_json_writer_init(&w, buf_sink, &b, 0);
+    rf_json_array_begin_flat(&w);
+    rf_json_int(&w, 1);
+    rf_json_int(&w, 2);
+    rf_json_array_end(&w);
+    CHECK_OK(rf_json_writer_finish(&w));
+    CHECK(strcmp(b.data, "[1,2]") == 0);
+}
+
 static void test_escaping(void) {
     buf_t b;
     rf_json_writer_t w;
@@ -230,6 +274,7 @@ static void test_sink_failure(void) {
 
 int main(void) {
     test_compact_and_pretty();
+    test_flat_arrays();
     test_escaping();
     test_doubles_round_trip();
     test_misuse();

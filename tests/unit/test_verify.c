@@ -104,7 +104,8 @@ static void test_residual_mlp_contract(void) {
         CHECK(strstr(text, "\"row_dim\": {\n    \"input\": \"x\",\n    \"axis\": 0,\n"
                            "    \"extent\": 16\n  }") != NULL);
         CHECK(strstr(text, "\"name\": \"fc2.weight\",\n      \"dtype\": \"f32\",\n"
-                           "      \"shape\": [\n        12,\n        24\n      ]") != NULL);
+                           "      \"shape\": [12, 24],") != NULL);
+        CHECK(strstr(text, "\"inputs\": [\"relu\", \"fc2.weight\", \"fc2.bias\"]") != NULL);
         CHECK(strstr(text, "\"op\": \"Gemm\"") != NULL);
         CHECK(strstr(text, "\"reason\": \"Relu of row-owned 'linear'\"") != NULL);
         free(text);
