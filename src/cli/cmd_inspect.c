@@ -1,6 +1,7 @@
 /* `rowfuse inspect PKG [ARTIFACT] [--sass]`: lists a package's files (plan, weights,
- * kernels, PTX, SASS, DSL IR) or prints one. --sass disassembles every object or library
- * in the package with cuobjdump (on a machine that has it) into <file>.sass. */
+ * kernels, PTX, SASS, DSL IR) or prints one. --sass disassembles every kernel cubin in the
+ * package with cuobjdump (on a machine that has it, e.g. the GPU machine) into
+ * <kernel>.cubin.sass, for packages built where no disassembler was found. */
 #define _POSIX_C_SOURCE 200809L
 #include <dirent.h>
 #include <stdio.h>
@@ -41,8 +42,10 @@ static rf_status_t rf_walk(const char *root, const char *rel, int depth, int sas
         if (!sass) {
             printf("  %-60s %10lld bytes\n", child_rel, (long long)sb.st_size);
             (*count)++;
-        } else if (rf_has_suffix(child, ".o") || rf_has_suffix(child, ".so") ||
-                   rf_has_suffix(child, ".cubin")) {
+        } else if (rf_has_suffix(child, ".cubin")) {
+            /* The kernel objects embed their cubins as plain data, not as fatbin
+             * sections, so cuobjdump finds nothing in .o/.so: disassemble the cubins the
+             * package keeps beside them. */
             char cmd[17000];
             snprintf(cmd, sizeof cmd, "cuobjdump --dump-sass '%s' > '%s.sass' 2>/dev/null", child,
                      child);
@@ -101,6 +104,6 @@ int rf_cmd_inspect(int argc, char **argv) {
         printf("package %s:\n", pkg);
     rf_status_t st = rf_walk(pkg, "", 0, sass, &count);
     if (!st && sass && count == 0)
-        st = RF_ERR(RF_CODE_NOT_FOUND, "package '%s' holds no .o/.so/.cubin to disassemble", pkg);
+        st = RF_ERR(RF_CODE_NOT_FOUND, "package '%s' holds no .cubin to disassemble", pkg);
     return rf_cli_report("inspect", st);
 }

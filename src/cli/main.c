@@ -20,7 +20,7 @@ static const rf_cli_command_t rf_commands[] = {
     {"compile", rf_cmd_compile,
      "compile MODEL.onnx --rows N --schedule persistent-smem|persistent-gmem|conventional "
      "[--tile-rows 16|32|64] -o PKGDIR"},
-    {"inspect", rf_cmd_inspect, "inspect PKGDIR [ARTIFACT]"},
+    {"inspect", rf_cmd_inspect, "inspect PKGDIR [ARTIFACT] [--sass]"},
     {"check", rf_cmd_check, "check PKGDIR... (needs a GPU)"},
     {"bench", rf_cmd_bench, "bench PKGDIR --c (needs a GPU)"},
 };
