@@ -88,7 +88,8 @@ def _smem_bytes(mode: str, tm: int, cp: int, hp: int, hc: int, nbuf: int) -> int
     uses_w1 = mode in ("fused_smem", "fused_gmem", "proj1")
     uses_w2 = mode in ("fused_smem", "fused_gmem", "proj2")
     uses_h = mode != "proj1"
-    b = tm * (cp + SMEM_PAD) * 2  # X tile
+    xbufs = 2 if hc == hp and mode != "proj2" else 1  # X tile double-buffered across tiles
+    b = xbufs * tm * (cp + SMEM_PAD) * 2  # X tile(s)
     if uses_w1:
         b += nbuf * cp * (hc + SMEM_PAD) * 2 + hp * 4
     if uses_w2:
@@ -157,6 +158,7 @@ class MlpKernel:
         self.threads = plan.threads
         self.uses_w1 = self.mode in ("fused_smem", "fused_gmem", "proj1")
         self.uses_w2 = self.mode in ("fused_smem", "fused_gmem", "proj2")
+        self.xpf = self.nchunks == 1 and self.mode != "proj2"
         self.vx = _vec_elems(self.C, 2)
         self.vh = _vec_elems(self.H, 2)
         self.vb1 = _vec_elems(self.H, 4)
@@ -289,7 +291,14 @@ class MlpKernel:
 
         # ---------------- shared memory (row stride padded by 16 bytes)
         smem = cutlass.utils.SmemAllocator()
-        sX = smem.allocate_tensor(f16, cute.make_layout((tm, cp), stride=(cp + SMEM_PAD, 1)), 16)
+        # X tile; double-buffered when the weights are staged once (the next tile's X
+        # streams in while this one is computed)
+        nxb = 2 if cutlass.const_expr(self.xpf) else 1
+        sXall = smem.allocate_tensor(
+            f16,
+            cute.make_layout((tm, cp, nxb), stride=(cp + SMEM_PAD, 1, tm * (cp + SMEM_PAD))),
+            16,
+        )
         hbufs = 2 if cutlass.const_expr(mode == "proj2" and nbuf > 1) else 1
         if cutlass.const_expr(mode != "proj1"):
             sHall = smem.allocate_tensor(
@@ -348,16 +357,41 @@ class MlpKernel:
                 self.stage_vec(mB1, sB1, 0, H, hp, self.vb1, tid)
             if cutlass.const_expr(self.uses_w2):
                 self.stage_vec(mB2, sB2, 0, C, cp, self.vb2, tid)
+        if cutlass.const_expr(self.xpf):
+            if bid < ntiles:
+                self.stage(
+                    mX, sXall[None, None, 0], bid * tm, rows - bid * tm, 0, C, tm, cp, self.vx, tid
+                )
         cute.arch.cp_async_commit_group()
 
         for tile in cutlass.range(bid, ntiles, nblk):
             row0 = tile * tm
             nrows = rows - row0
             # X tile (A of GEMM1, residual of the epilogue)
-            self.stage(mX, sX, row0, nrows, 0, C, tm, cp, self.vx, tid)
-            if cutlass.const_expr(mode == "proj2" and nchunks == 1):
-                self.stage(mH, sHall[None, None, 0], row0, nrows, 0, H, tm, hc, self.vh, tid)
-            cute.arch.cp_async_commit_group()
+            if cutlass.const_expr(self.xpf):
+                xb = ((tile - bid) // nblk) % 2
+                sX = sXall[None, None, xb]
+                nxt = tile + nblk
+                if nxt < ntiles:
+                    self.stage(
+                        mX,
+                        sXall[None, None, 1 - xb],
+                        nxt * tm,
+                        rows - nxt * tm,
+                        0,
+                        C,
+                        tm,
+                        cp,
+                        self.vx,
+                        tid,
+                    )
+                cute.arch.cp_async_commit_group()  # (empty on the block's last tile)
+            else:
+                sX = sXall[None, None, 0]
+                self.stage(mX, sX, row0, nrows, 0, C, tm, cp, self.vx, tid)
+                if cutlass.const_expr(mode == "proj2" and nchunks == 1):
+                    self.stage(mH, sHall[None, None, 0], row0, nrows, 0, H, tm, hc, self.vh, tid)
+                cute.arch.cp_async_commit_group()
 
             accY = None
             if cutlass.const_expr(mode != "proj1"):
@@ -370,7 +404,8 @@ class MlpKernel:
             ctx = (tiled_mma, thr_mma, thr_s2r_a, thr_s2r_b, tCcH, row0, nrows, tid)
 
             if cutlass.const_expr(nchunks == 1):
-                cute.arch.cp_async_wait_group(0)
+                # all but the next tile's X (when prefetching)
+                cute.arch.cp_async_wait_group(1 if self.xpf else 0)
                 cute.arch.sync_threads()
                 self.chunk(ctx, mH, sX, sw1, sb1, sw2, sh, accY, 0, 0, 0)
             elif cutlass.const_expr(nbuf == 2):
