@@ -89,6 +89,7 @@ def compile_kernel(
     prefix: str,
     kdir: str,
     dump_root: str,
+    x_prefetch: bool = False,
 ) -> dict:
     """Compile one kernel, export it, and collect its PTX / MLIR / cubin / SASS."""
     import cuda.bindings.driver as cuda  # noqa: PLC0415
@@ -97,7 +98,7 @@ def compile_kernel(
     import rowfuse_kernels as rk  # noqa: PLC0415
     from cutlass.cute.runtime import make_fake_compact_tensor  # noqa: PLC0415
 
-    plan = rk.make_plan(mode, channels, hidden, tile_rows)
+    plan = rk.make_plan(mode, channels, hidden, tile_rows, x_prefetch)
     kern = rk.MlpKernel(plan)
     f16, f32 = cutlass.Float16, cutlass.Float32
 
@@ -171,6 +172,7 @@ def compile_kernel(
         "hidden_chunk": plan.hc,
         "hidden_chunks": plan.nchunks,
         "weight_buffers": plan.nbuf,
+        "x_prefetch": plan.x_prefetch,
         "blocks_per_sm": blocks_per_sm(plan),
         "ptx_mma": ptx.count("mma.sync.aligned"),
         "ptx_ldmatrix": ptx.count("ldmatrix.sync"),
@@ -373,6 +375,12 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="gzip the IR, PTX and SASS (kernels/<k>.mlir.gz ...) to keep packages small",
     )
+    ap.add_argument(
+        "--x-prefetch",
+        action="store_true",
+        help="experimental, not yet run on a GPU: double-buffer the X tile across a "
+        "block's row tiles (large row counts)",
+    )
     ap.add_argument("--quiet", action="store_true")
     a = ap.parse_args(argv)
 
@@ -420,7 +428,15 @@ def main(argv: list[str] | None = None) -> int:
                 tm = a.tile_rows
                 prefix = f"rf_{tag}_{mode}_t{tm}"
                 info = compile_kernel(
-                    mode, a.channels, a.hidden, tm, a.arch, prefix, kdir, dump_root
+                    mode,
+                    a.channels,
+                    a.hidden,
+                    tm,
+                    a.arch,
+                    prefix,
+                    kdir,
+                    dump_root,
+                    a.x_prefetch,
                 )
                 kernels.append(info)
                 if not a.quiet:

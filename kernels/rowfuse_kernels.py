@@ -71,6 +71,7 @@ class Plan:
     hc: int  # hidden chunk (multiple of 16 * warps_n, divides hp)
     nbuf: int  # weight buffers (1 when everything fits, else 2)
     smem_bytes: int
+    x_prefetch: bool = False  # double-buffer X across a block's tiles (weights staged once)
 
     @property
     def threads(self) -> int:
@@ -84,11 +85,13 @@ class Plan:
 MODES = ("fused_smem", "fused_gmem", "proj1", "proj2")
 
 
-def _smem_bytes(mode: str, tm: int, cp: int, hp: int, hc: int, nbuf: int) -> int:
+def _smem_bytes(
+    mode: str, tm: int, cp: int, hp: int, hc: int, nbuf: int, x_prefetch: bool = False
+) -> int:
     uses_w1 = mode in ("fused_smem", "fused_gmem", "proj1")
     uses_w2 = mode in ("fused_smem", "fused_gmem", "proj2")
     uses_h = mode != "proj1"
-    xbufs = 2 if hc == hp and mode != "proj2" else 1  # X tile double-buffered across tiles
+    xbufs = 2 if x_prefetch and hc == hp and mode != "proj2" else 1
     b = xbufs * tm * (cp + SMEM_PAD) * 2  # X tile(s)
     if uses_w1:
         b += nbuf * cp * (hc + SMEM_PAD) * 2 + hp * 4
@@ -99,7 +102,9 @@ def _smem_bytes(mode: str, tm: int, cp: int, hp: int, hc: int, nbuf: int) -> int
     return b + 64 * 8  # alignment slack of the allocator
 
 
-def make_plan(mode: str, channels: int, hidden: int, tile_rows: int) -> Plan:
+def make_plan(
+    mode: str, channels: int, hidden: int, tile_rows: int, x_prefetch: bool = False
+) -> Plan:
     if mode not in MODES:
         raise ShapeError(f"unknown kernel mode '{mode}'")
     if tile_rows not in (16, 32, 64):
@@ -134,9 +139,12 @@ def make_plan(mode: str, channels: int, hidden: int, tile_rows: int) -> Plan:
         acc_h = tile_rows * hc // threads
         if mode != "proj2" and acc_h > MAX_ACC_PER_THREAD:
             continue
-        need = _smem_bytes(mode, tile_rows, cp, hp, hc, nbuf)
+        xpf = x_prefetch and hc == hp and mode != "proj2"
+        need = _smem_bytes(mode, tile_rows, cp, hp, hc, nbuf, xpf)
         if need <= SMEM_LIMIT_SM90:
-            return Plan(mode, channels, hidden, tile_rows, warps_m, warps_n, cp, hp, hc, nbuf, need)
+            return Plan(
+                mode, channels, hidden, tile_rows, warps_m, warps_n, cp, hp, hc, nbuf, need, xpf
+            )
     need = _smem_bytes(mode, tile_rows, cp, hp, step, 1)
     raise ShapeError(
         f"{mode}: C={channels} H={hidden} tile rows {tile_rows} does not fit: needs "
@@ -158,7 +166,7 @@ class MlpKernel:
         self.threads = plan.threads
         self.uses_w1 = self.mode in ("fused_smem", "fused_gmem", "proj1")
         self.uses_w2 = self.mode in ("fused_smem", "fused_gmem", "proj2")
-        self.xpf = self.nchunks == 1 and self.mode != "proj2"
+        self.xpf = plan.x_prefetch
         self.vx = _vec_elems(self.C, 2)
         self.vh = _vec_elems(self.H, 2)
         self.vb1 = _vec_elems(self.H, 4)

@@ -13,9 +13,12 @@
  *   ("persistent-gmem", "conventional"), ignored by "persistent-smem".
  *
  * Return values are CUDA driver/runtime error numbers (0 = success); the runtime turns
- * them into statuses with the CUDA error name. Launch functions only enqueue work on the
- * given stream (a cudaStream_t / CUstream passed as void*), so they can be captured into
- * a CUDA Graph.
+ * them into statuses with the CUDA error name. rf_pkg_launch returns cudaErrorNotReady
+ * (600) before rf_pkg_init, and cudaErrorInvalidValue (1) for an unknown schedule, a NULL
+ * pointer the schedule needs, a pointer not 16-byte aligned, rows < 0, or
+ * rows * max(channels, hidden) > INT32_MAX. Rows may be 0 (one empty launch per kernel).
+ * Launch functions only enqueue work on the given stream (a cudaStream_t / CUstream passed
+ * as void*), so they can be captured into a CUDA Graph.
  */
 #ifndef ROWFUSE_KERNEL_ABI_H
 #define ROWFUSE_KERNEL_ABI_H

@@ -148,3 +148,35 @@ def test_too_big_shape_rejected_with_bytes():
         rk.make_plan("fused_smem", 1024, 4096, 16)
     p = rk.make_plan("fused_smem", 13, 40, 16)  # partial tiles: padded, not rejected
     assert p.cp % 16 == 0 and p.hp % 16 == 0 and p.cp >= 13 and p.hp >= 40
+
+
+def test_partial_odd_shape_builds_compressed(tmp_path):
+    """C=7, H=9: nothing a multiple of the MMA shape, odd fp16 rows (no cp.async vector
+    fits): every kernel still compiles to tensor-core code; artifacts gzipped."""
+    import gzip
+
+    out = tmp_path / "pkg_c7_h9"
+    cmd = [
+        sys.executable,
+        os.path.join(KERNELS, "build.py"),
+        "--channels",
+        "7",
+        "--hidden",
+        "9",
+        "--out",
+        str(out),
+        "--link",
+        "objects",
+        "--compress",
+        "--quiet",
+    ]
+    subprocess.run(cmd, check=True, cwd=REPO)
+    meta = json.load(open(out / "kernels.json"))
+    assert set(meta["schedules"]) == {"persistent-smem", "persistent-gmem", "conventional"}
+    for s in meta["schedules"].values():
+        for k in s["kernels"]:
+            assert k["padded_channels"] == 16 and k["padded_hidden"] == 16
+            ptx = gzip.open(out / k["files"]["ptx"], "rt").read()
+            assert "mma.sync.aligned.m16n8k16" in ptx, k["name"]
+            assert os.path.getsize(out / k["files"]["object"]) > 0
+    assert os.access(out / "link.sh", os.R_OK)
