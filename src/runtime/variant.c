@@ -107,6 +107,9 @@ static rf_status_t count_nodes(rf_exec_t *e) {
     cudaGraphNode_t nodes[256];
     RF_CUDA(cudaGraphGetNodes(e->graph, NULL, &n));
     e->nodes = (int)n;
+    e->kernel_nodes = 0;
+    if (n == 0) /* an empty graph; asking for 0 nodes into an array is cudaErrorInvalidValue */
+        return RF_OK;
     if (n > 256)
         return RF_ERR(RF_CODE_UNSUPPORTED,
                       "captured graph holds %zu nodes; at most 256 are "
