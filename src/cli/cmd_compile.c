@@ -3,57 +3,14 @@
  * kernel generator is kernels/build.py (found through $RF_KERNELS_DIR, else next to the
  * executable's source tree, else ./kernels), run with $RF_PYTHON (default python3). */
 #define _POSIX_C_SOURCE 200809L
-#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "commands.h"
 #include "load.h"
+#include "paths.h"
 #include "rowfuse/compile.h"
-
-static int rf_file_exists(const char *path) {
-    return access(path, R_OK) == 0;
-}
-
-/* Fills buf with the folder holding build.py. */
-static rf_status_t rf_find_kernels_dir(char *buf, size_t size) {
-    char probe[4096 + 16];
-    const char *env = getenv("RF_KERNELS_DIR");
-    if (env && env[0]) {
-        snprintf(probe, sizeof probe, "%s/build.py", env);
-        if (!rf_file_exists(probe))
-            return RF_ERR(RF_CODE_NOT_FOUND, "RF_KERNELS_DIR='%s' holds no build.py", env);
-        snprintf(buf, size, "%s", env);
-        return RF_OK;
-    }
-    char exe[4096];
-    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    if (n > 0) {
-        exe[n] = '\0';
-        char *slash = strrchr(exe, '/');
-        if (slash) {
-            *slash = '\0';
-            /* build/rowfuse -> ../kernels; build/x/rowfuse -> ../../kernels */
-            const char *ups[] = {"/../kernels", "/../../kernels"};
-            for (int i = 0; i < 2; i++) {
-                int n1 = snprintf(probe, sizeof probe, "%s%s/build.py", exe, ups[i]);
-                if (n1 > 0 && (size_t)n1 < sizeof probe && rf_file_exists(probe)) {
-                    int n2 = snprintf(buf, size, "%s%s", exe, ups[i]);
-                    if (n2 > 0 && (size_t)n2 < size)
-                        return RF_OK;
-                }
-            }
-        }
-    }
-    if (rf_file_exists("kernels/build.py")) {
-        snprintf(buf, size, "kernels");
-        return RF_OK;
-    }
-    return RF_ERR(RF_CODE_NOT_FOUND,
-                  "cannot find the kernel generator kernels/build.py; set RF_KERNELS_DIR");
-}
 
 int rf_cmd_compile(int argc, char **argv) {
     const char *model = NULL;
@@ -90,7 +47,7 @@ int rf_cmd_compile(int argc, char **argv) {
                                     "usage: rowfuse compile MODEL.onnx --rows N --schedule "
                                     "persistent-smem|persistent-gmem|conventional -o PKGDIR"));
     char kdir[4096];
-    rf_status_t st = rf_find_kernels_dir(kdir, sizeof kdir);
+    rf_status_t st = rf_cli_find_dir("RF_KERNELS_DIR", "kernels", "build.py", kdir, sizeof kdir);
     if (st)
         return rf_cli_report("compile", st);
     o.kernels_dir = kdir;

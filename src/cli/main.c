@@ -23,6 +23,7 @@ static const rf_cli_command_t rf_commands[] = {
     {"inspect", rf_cmd_inspect, "inspect PKGDIR [ARTIFACT] [--sass]"},
     {"check", rf_cmd_check, "check PKGDIR... (needs a GPU)"},
     {"bench", rf_cmd_bench, "bench PKGDIR --c (needs a GPU)"},
+    {"report", rf_cmd_report, "report RUN.json... -o DIR [--no-plot]"},
 };
 
 static void rf_usage(FILE *f) {

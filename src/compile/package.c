@@ -3,18 +3,15 @@
  * and plan.json tying them together. */
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>
-#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 
+#include "base/tool.h"
 #include "rowfuse/compile.h"
 #include "rowfuse/json.h"
 #include "rowfuse/tensor.h"
-
-extern char **environ;
 
 static rf_status_t rf_mkdir_p(const char *path) {
     char buf[4096];
@@ -67,20 +64,6 @@ static rf_status_t rf_write_weight(const rf_graph_t *g, int value, int transpose
         st = rf_npy_write(path, &t);
     rf_tensor_free(a, &t);
     return st;
-}
-
-static rf_status_t rf_run_tool(char *const argv[]) {
-    pid_t pid;
-    int rc = posix_spawnp(&pid, argv[0], NULL, NULL, argv, environ);
-    if (rc != 0)
-        return RF_ERR(RF_CODE_NOT_FOUND, "cannot start '%s': %s", argv[0], strerror(rc));
-    int wstatus;
-    if (waitpid(pid, &wstatus, 0) < 0)
-        return RF_ERR(RF_CODE_INTERNAL, "waiting for '%s': %s", argv[0], strerror(errno));
-    if (!WIFEXITED(wstatus) || WEXITSTATUS(wstatus) != 0)
-        return RF_ERR(RF_CODE_INTERNAL, "kernel generator '%s %s' failed (exit status %d)", argv[0],
-                      argv[1], WIFEXITED(wstatus) ? WEXITSTATUS(wstatus) : -1);
-    return RF_OK;
 }
 
 rf_status_t rf_compile_package(const rf_graph_t *g, const rf_mlp_block_t *b,
@@ -138,7 +121,8 @@ rf_status_t rf_compile_package(const rf_graph_t *g, const rf_mlp_block_t *b,
                     "--out",
                     (char *)o->out_dir,
                     NULL};
-    RF_RETURN_IF_ERROR(rf_run_tool(argv), "generating kernels for C=%s H=%s", cs, hs);
+    RF_RETURN_IF_ERROR(rf_tool_run(argv, "kernel generator"), "generating kernels for C=%s H=%s",
+                       cs, hs);
 
     snprintf(path, sizeof path, "%s/plan.json", o->out_dir);
     FILE *f = fopen(path, "w");
