@@ -1,7 +1,7 @@
 """Ahead-of-time build of one rowfuse kernel package (no GPU needed).
 
-    python3 kernels/build.py --channels C --hidden H --rows N --tile-rows 16 \
-        --arch sm_90a --out PKGDIR [--link so|objects]
+    python3 kernels/build.py --channels C --hidden H --rows N [--tile-rows auto|16|32|64] \
+        --arch sm_90a --out PKGDIR [--link so|objects] [--x-prefetch] [--split-w2]
 
 For one (channels, hidden) shape it compiles the CuTe DSL kernels of all three schedules
 (persistent-smem, persistent-gmem, conventional) for the GPU arch, exports each with
@@ -9,7 +9,8 @@ For one (channels, hidden) shape it compiles the CuTe DSL kernels of all three s
 exports the functions of include/rowfuse/kernel_abi.h, and links everything with the
 DSL's static CUDA-dialect runtime and libcudart_static into PKGDIR/librowfuse_pkg.so, so
 the GPU machine needs only the driver. Rows are dynamic: one package serves any M
-(--rows is recorded and used to check the launch geometry, nothing is specialised on it).
+(nothing is specialised on --rows; `--tile-rows auto`, the default, uses it to choose
+the tile rows per schedule, see choose_tiling).
 
 PKGDIR gets: librowfuse_pkg.so (unless --link objects), rf_pkg.c (the shim), link.sh (the
 link line, to relink from the objects elsewhere), kernels.json, and per kernel
@@ -90,6 +91,7 @@ def compile_kernel(
     kdir: str,
     dump_root: str,
     x_prefetch: bool = False,
+    split_w2: bool = False,
 ) -> dict:
     """Compile one kernel, export it, and collect its PTX / MLIR / cubin / SASS."""
     import cuda.bindings.driver as cuda  # noqa: PLC0415
@@ -98,7 +100,7 @@ def compile_kernel(
     import rowfuse_kernels as rk  # noqa: PLC0415
     from cutlass.cute.runtime import make_fake_compact_tensor  # noqa: PLC0415
 
-    plan = rk.make_plan(mode, channels, hidden, tile_rows, x_prefetch)
+    plan = rk.make_plan(mode, channels, hidden, tile_rows, x_prefetch, split_w2)
     kern = rk.MlpKernel(plan)
     f16, f32 = cutlass.Float16, cutlass.Float32
 
@@ -173,6 +175,7 @@ def compile_kernel(
         "hidden_chunks": plan.nchunks,
         "weight_buffers": plan.nbuf,
         "x_prefetch": plan.x_prefetch,
+        "split_w2": plan.split_w2,
         "blocks_per_sm": blocks_per_sm(plan),
         "ptx_mma": ptx.count("mma.sync.aligned"),
         "ptx_ldmatrix": ptx.count("ldmatrix.sync"),
@@ -184,6 +187,44 @@ def compile_kernel(
         sass = open(os.path.join(kdir, f"{prefix}.sass")).read()
         info["sass_hmma"] = sass.count("HMMA")
     return info
+
+
+SMS_SM90 = 132  # multiprocessors of the H200 / H100 SXM the packages are built for
+AUTO_MIN_TILES = 119  # ~0.9 x SMS_SM90: tiles needed before a larger tile pays
+AUTO_XPF_ROWS = 1000  # X prefetch + split W2 measured a win (or even) from here up
+
+
+def choose_tiling(schedule: str, rows: int, channels: int, hidden: int) -> tuple[int, bool]:
+    """Tile rows and X prefetch (with W2 split into its own cp.async group) for one
+    schedule at an expected row count: `--tile-rows auto`.
+
+    The largest tile of 64/32/16 rows that still gives about one tile per SM
+    (ceil(rows / tile) >= AUTO_MIN_TILES), else 16; a tile the plan rejects (Y registers,
+    shared memory) steps down. Larger tiles re-read the weights fewer times and keep more
+    rows in flight per block, but fewer tiles than SMs leave SMs idle. X prefetch + split
+    W2 for the fused schedules from AUTO_XPF_ROWS rows up (a no-op where the weights are
+    chunked); below that the kernels are the ones verified since run 1. Fitted to the
+    H200 run 3 (notes/kernels.md): at 49, 1000, 4096, 8192 and 131072 rows it picks the
+    fastest tile measured for persistent-smem, and for the other schedules too except
+    persistent-gmem at 131072x32x64 (t64 35.5 us vs t32 34.5 us)."""
+    import rowfuse_kernels as rk  # noqa: PLC0415
+
+    tile = 16
+    for t in (64, 32):
+        if -(-max(rows, 0) // t) >= AUTO_MIN_TILES:
+            tile = t
+            break
+    xpf = rows >= AUTO_XPF_ROWS and schedule in ("persistent-smem", "persistent-gmem")
+    for t in (64, 32, 16):
+        if t > tile:
+            continue
+        try:
+            for mode in SCHEDULES[schedule]:
+                rk.make_plan(mode, channels, hidden, t, xpf, xpf)
+        except rk.ShapeError:
+            continue
+        return t, xpf
+    return 16, xpf
 
 
 def blocks_per_sm(plan) -> int:
@@ -355,8 +396,21 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--channels", type=int, required=True)
     ap.add_argument("--hidden", type=int, required=True)
-    ap.add_argument("--rows", type=int, default=0, help="expected rows (recorded only)")
-    ap.add_argument("--tile-rows", type=int, default=16, choices=(16, 32, 64))
+    ap.add_argument(
+        "--rows",
+        type=int,
+        default=0,
+        help="expected rows (recorded; --tile-rows auto chooses from it)",
+    )
+    ap.add_argument(
+        "--tile-rows",
+        default="auto",
+        choices=("16", "32", "64", "auto"),
+        help="rows per tile; auto (default): per schedule from --rows, C and H "
+        "(choose_tiling, measured on the H200), which also turns on --x-prefetch and "
+        "--split-w2 for the fused schedules from 1000 rows up; below 1000 rows (and "
+        "without --rows) auto is 16, the former default",
+    )
     ap.add_argument("--arch", default="sm_90a")
     ap.add_argument("--out", required=True)
     ap.add_argument(
@@ -380,6 +434,12 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="experimental, not yet run on a GPU: double-buffer the X tile across a "
         "block's row tiles (large row counts)",
+    )
+    ap.add_argument(
+        "--split-w2",
+        action="store_true",
+        help="experimental (with --x-prefetch, one hidden chunk, fused schedules): W2 and b2 "
+        "in their own cp.async group, awaited only before GEMM2 of a block's first tile",
     )
     ap.add_argument("--quiet", action="store_true")
     a = ap.parse_args(argv)
@@ -424,8 +484,13 @@ def main(argv: list[str] | None = None) -> int:
     for s in scheds:
         kernels = []
         try:
+            if a.tile_rows == "auto":
+                tm, xpf = choose_tiling(s, a.rows, a.channels, a.hidden)
+                split = xpf or a.split_w2
+                xpf = xpf or a.x_prefetch
+            else:
+                tm, xpf, split = int(a.tile_rows), a.x_prefetch, a.split_w2
             for mode in SCHEDULES[s]:
-                tm = a.tile_rows
                 prefix = f"rf_{tag}_{mode}_t{tm}"
                 info = compile_kernel(
                     mode,
@@ -436,7 +501,8 @@ def main(argv: list[str] | None = None) -> int:
                     prefix,
                     kdir,
                     dump_root,
-                    a.x_prefetch,
+                    xpf,
+                    split,
                 )
                 kernels.append(info)
                 if not a.quiet:
@@ -452,7 +518,8 @@ def main(argv: list[str] | None = None) -> int:
         sched_kernels[s] = kernels
         meta["schedules"][s] = {
             "kernel_count": len(kernels),
-            "tile_rows": a.tile_rows,
+            "tile_rows": tm,
+            "tile_rows_chosen": a.tile_rows,
             "kernels": kernels,
         }
     shutil.rmtree(dump_root, ignore_errors=True)

@@ -77,16 +77,20 @@ def make_inputs(rows: int, C: int, H: int, gen: torch.Generator) -> dict:
     return t
 
 
-def reference(t: dict) -> torch.Tensor:
-    x = t["x"].double()
-    h = torch.relu(x @ t["w1"].double() + t["b1"].double()).half().double()
-    return torch.relu(h @ t["w2"].double() + t["b2"].double() + x)
+def reference(t: dict, device: str = "cpu") -> torch.Tensor:
+    """float64 reference (H rounded to fp16 like the kernels); on the GPU for large
+    shapes (still float64 throughout), returned on the CPU."""
+    x = t["x"].to(device).double()
+    w1, b1 = t["w1"].to(device).double(), t["b1"].to(device).double()
+    w2, b2 = t["w2"].to(device).double(), t["b2"].to(device).double()
+    h = torch.relu(x @ w1 + b1).half().double()
+    return torch.relu(h @ w2 + b2 + x).cpu()
 
 
 def check_case(pkg: Pkg, sched: str, rows: int, seed: int) -> dict:
     gen = torch.Generator().manual_seed(seed)
     host = make_inputs(rows, pkg.C, pkg.H, gen)
-    ref = reference(host)
+    ref = reference(host, "cuda" if rows * pkg.C * pkg.H > 1e8 else "cpu")
     dev = {k: v.cuda() for k, v in host.items()}
     # Y and h are poisoned with NaN and have 16 spare rows that must stay NaN (a write
     # past `rows` shows up there)
@@ -118,7 +122,7 @@ def check_case(pkg: Pkg, sched: str, rows: int, seed: int) -> dict:
     return res
 
 
-def time_schedule(pkg: Pkg, sched: str, rows: int, reps: int = 2000) -> dict:
+def time_schedule(pkg: Pkg, sched: str, rows: int, reps: int = 2000, spans_n: int = 200) -> dict:
     gen = torch.Generator().manual_seed(1234)
     dev = {k: v.cuda() for k, v in make_inputs(rows, pkg.C, pkg.H, gen).items()}
     dev["h"] = torch.empty((rows, pkg.H), dtype=torch.float16, device="cuda")
@@ -153,7 +157,7 @@ def time_schedule(pkg: Pkg, sched: str, rows: int, reps: int = 2000) -> dict:
     # CUPTI kernel records (torch.profiler): per-replay GPU span = first start .. last end
     from torch.profiler import ProfilerActivity, profile  # noqa: PLC0415
 
-    n = 200
+    n = spans_n
     with profile(activities=[ProfilerActivity.CUDA]) as prof:
         for _ in range(n):
             g.replay()
@@ -170,10 +174,14 @@ def time_schedule(pkg: Pkg, sched: str, rows: int, reps: int = 2000) -> dict:
     med = spans[len(spans) // 2] if spans else float("nan")
     p10 = spans[len(spans) // 10] if spans else float("nan")
     p90 = spans[(len(spans) * 9) // 10] if spans else float("nan")
+    first = pkg.meta["schedules"][sched]["kernels"][0]
     return {
         "pkg": os.path.basename(pkg.path),
         "schedule": sched,
         "rows": rows,
+        "tile_rows": first["tile_rows"],
+        "x_prefetch": bool(first.get("x_prefetch", False)),
+        "split_w2": bool(first.get("split_w2", False)),
         "C": pkg.C,
         "H": pkg.H,
         "gpu_span_us_median": med,
@@ -197,6 +205,18 @@ def main() -> int:
         default="49x48x96,64x64x128,1000x96x200,4096x128x512,131072x32x64,8192x512x2048",
         help="rowsxCxH shapes also timed on the matching 16-row-tile package",
     )
+    ap.add_argument(
+        "--all-tiles",
+        action="store_true",
+        help="time the --time-shapes on every matching package (any tile rows, X prefetch) "
+        "and check correctness at those row counts first; skip the --time-rows timing",
+    )
+    ap.add_argument(
+        "--quick",
+        action="store_true",
+        help="--all-tiles timing with 100 back-to-back launches and 50 CUPTI spans",
+    )
+    ap.add_argument("--check-shapes", action="store_true", help="also check at --time-shapes")
     ap.add_argument("--json", default=None)
     a = ap.parse_args()
     torch.cuda.init()
@@ -215,9 +235,15 @@ def main() -> int:
             failures += 1
     for pkg in pkgs:
         for sched in pkg.meta["schedules"]:
-            for rows in [int(r) for r in a.rows.split(",")]:
-                if rows * pkg.C * pkg.H > 3e9:  # keep the CPU float64 reference quick
-                    continue
+            row_list = [int(r) for r in a.rows.split(",") if r]
+            if a.all_tiles or a.check_shapes:
+                for shape in a.time_shapes.split(","):
+                    rows, c, h = (int(v) for v in shape.split("x"))
+                    if (pkg.C, pkg.H) == (c, h) and rows not in row_list:
+                        row_list.append(rows)
+            for rows in row_list:
+                if rows * pkg.C * pkg.H > 3e9 and not (a.all_tiles or a.check_shapes):
+                    continue  # keep the CPU float64 reference quick
                 seed += 1
                 try:
                     r = check_case(pkg, sched, rows, seed)
@@ -232,8 +258,11 @@ def main() -> int:
                 results.append(r)
                 failures += 0 if r["ok"] else 1
                 print(("ok  " if r["ok"] else "FAIL") + " " + json.dumps(r), flush=True)
+    if a.json:  # partial results survive a time limit
+        with open(a.json, "w") as f:
+            json.dump({"results": results, "timings": timings}, f, indent=1)
     if a.time:
-        for pkg in pkgs:
+        for pkg in pkgs if not a.all_tiles else []:
             for sched in pkg.meta["schedules"]:
                 try:
                     t = time_schedule(pkg, sched, a.time_rows)
@@ -246,15 +275,22 @@ def main() -> int:
             for pkg in pkgs:
                 if (pkg.C, pkg.H) != (c, h) or rows == a.time_rows:
                     continue
-                if pkg.meta["schedules"][next(iter(pkg.meta["schedules"]))]["tile_rows"] != 16:
+                first = pkg.meta["schedules"][next(iter(pkg.meta["schedules"]))]
+                if first["tile_rows"] != 16 and not a.all_tiles:
                     continue
                 for sched in pkg.meta["schedules"]:
                     try:
-                        t = time_schedule(pkg, sched, rows, reps=200)
+                        if a.quick:
+                            t = time_schedule(pkg, sched, rows, reps=100, spans_n=50)
+                        else:
+                            t = time_schedule(pkg, sched, rows, reps=200)
                     except Exception as e:  # noqa: BLE001
                         t = {"pkg": os.path.basename(pkg.path), "schedule": sched, "error": repr(e)}
                     timings.append(t)
                     print("time " + json.dumps(t), flush=True)
+                if a.json:  # partial results survive a time limit
+                    with open(a.json, "w") as f:
+                        json.dump({"results": results, "timings": timings}, f, indent=1)
     if a.json:
         with open(a.json, "w") as f:
             json.dump(
@@ -274,18 +310,19 @@ def main() -> int:
         print(f"| {p} | {s} | {len(rs)} | {len(bad)} | {wl2:.2e} | {wab:.2e} |")
     if timings:
         print(
-            "\n| package | schedule | rows | GPU span med (p10-p90) us "
+            "\n| package | schedule | rows | tile | xpf | GPU span med (p10-p90) us "
             "| graph b2b us | eager b2b us |"
         )
-        print("|---|---|---|---|---|---|")
+        print("|---|---|---|---|---|---|---|---|")
         for t in timings:
             if "error" in t:
                 print(f"| {t['pkg']} | {t['schedule']} | - | error {t['error'][:60]} | | |")
                 continue
             print(
-                f"| {t['pkg']} | {t['schedule']} | {t['rows']} | "
-                f"{t['gpu_span_us_median']:.2f} ({t['gpu_span_us_p10']:.2f}-"
-                f"{t['gpu_span_us_p90']:.2f}) | {t['graph_back_to_back_us']:.2f} | "
+                f"| {t['pkg']} | {t['schedule']} | {t['rows']} | {t['tile_rows']} | "
+                f"{int(t['x_prefetch'])} | {t['gpu_span_us_median']:.2f} "
+                f"({t['gpu_span_us_p10']:.2f}-{t['gpu_span_us_p90']:.2f}) | "
+                f"{t['graph_back_to_back_us']:.2f} | "
                 f"{t['eager_back_to_back_us']:.2f} |"
             )
     print(f"\ngpu_check: {len(results)} cases, {failures} failed")

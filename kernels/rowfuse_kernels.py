@@ -72,6 +72,7 @@ class Plan:
     nbuf: int  # weight buffers (1 when everything fits, else 2)
     smem_bytes: int
     x_prefetch: bool = False  # double-buffer X across a block's tiles (weights staged once)
+    split_w2: bool = False  # W2/b2 in their own cp.async group, awaited only before GEMM2
 
     @property
     def threads(self) -> int:
@@ -103,7 +104,12 @@ def _smem_bytes(
 
 
 def make_plan(
-    mode: str, channels: int, hidden: int, tile_rows: int, x_prefetch: bool = False
+    mode: str,
+    channels: int,
+    hidden: int,
+    tile_rows: int,
+    x_prefetch: bool = False,
+    split_w2: bool = False,
 ) -> Plan:
     if mode not in MODES:
         raise ShapeError(f"unknown kernel mode '{mode}'")
@@ -141,9 +147,24 @@ def make_plan(
             continue
         xpf = x_prefetch and hc == hp and mode != "proj2"
         need = _smem_bytes(mode, tile_rows, cp, hp, hc, nbuf, xpf)
+        # split W2: only where X is prefetched (the first X tile rides with W1) and both
+        # GEMMs are in this kernel
+        split = split_w2 and xpf and mode in ("fused_smem", "fused_gmem")
         if need <= SMEM_LIMIT_SM90:
             return Plan(
-                mode, channels, hidden, tile_rows, warps_m, warps_n, cp, hp, hc, nbuf, need, xpf
+                mode,
+                channels,
+                hidden,
+                tile_rows,
+                warps_m,
+                warps_n,
+                cp,
+                hp,
+                hc,
+                nbuf,
+                need,
+                xpf,
+                split,
             )
     need = _smem_bytes(mode, tile_rows, cp, hp, step, 1)
     raise ShapeError(
@@ -167,6 +188,7 @@ class MlpKernel:
         self.uses_w1 = self.mode in ("fused_smem", "fused_gmem", "proj1")
         self.uses_w2 = self.mode in ("fused_smem", "fused_gmem", "proj2")
         self.xpf = plan.x_prefetch
+        self.split = plan.split_w2
         self.vx = _vec_elems(self.C, 2)
         self.vh = _vec_elems(self.H, 2)
         self.vb1 = _vec_elems(self.H, 4)
@@ -357,7 +379,7 @@ class MlpKernel:
             if cutlass.const_expr(self.uses_w1):
                 self.stage(mW1, sW1[None, None, 0], 0, C, 0, H, cp, hc, self.vh, tid)
                 self.stage_vec(mB1, sB1, 0, H, hp, self.vb1, tid)
-            if cutlass.const_expr(self.uses_w2):
+            if cutlass.const_expr(self.uses_w2 and not self.split):
                 self.stage(mW2, sW2[None, None, 0], 0, H, 0, C, hc, cp, self.vx, tid)
                 self.stage_vec(mB2, sB2, 0, C, cp, self.vb2, tid)
         else:
@@ -371,6 +393,11 @@ class MlpKernel:
                     mX, sXall[None, None, 0], bid * tm, rows - bid * tm, 0, C, tm, cp, self.vx, tid
                 )
         cute.arch.cp_async_commit_group()
+        if cutlass.const_expr(self.split):
+            # W2 and b2 stream in while the block's first GEMM1 runs
+            self.stage(mW2, sW2[None, None, 0], 0, H, 0, C, hc, cp, self.vx, tid)
+            self.stage_vec(mB2, sB2, 0, C, cp, self.vb2, tid)
+            cute.arch.cp_async_commit_group()
 
         for tile in cutlass.range(bid, ntiles, nblk):
             row0 = tile * tm
@@ -409,11 +436,19 @@ class MlpKernel:
             sw2 = sW2 if self.uses_w2 else None
             sh = sHall if mode != "proj1" else None
             sb1 = sB1 if self.uses_w1 else None
-            ctx = (tiled_mma, thr_mma, thr_s2r_a, thr_s2r_b, tCcH, row0, nrows, tid)
+            first = tile == bid
+            ctx = (tiled_mma, thr_mma, thr_s2r_a, thr_s2r_b, tCcH, row0, nrows, tid, first)
 
             if cutlass.const_expr(nchunks == 1):
-                # all but the next tile's X (when prefetching)
-                cute.arch.cp_async_wait_group(1 if self.xpf else 0)
+                if cutlass.const_expr(self.split):
+                    # first tile: W1 + X done, W2 and the next X may still be in flight
+                    if first:
+                        cute.arch.cp_async_wait_group(2)
+                    else:
+                        cute.arch.cp_async_wait_group(1)
+                else:
+                    # all but the next tile's X (when prefetching)
+                    cute.arch.cp_async_wait_group(1 if self.xpf else 0)
                 cute.arch.sync_threads()
                 self.chunk(ctx, mH, sX, sw1, sb1, sw2, sh, accY, 0, 0, 0)
             elif cutlass.const_expr(nbuf == 2):
@@ -482,7 +517,7 @@ class MlpKernel:
     def chunk(self, ctx, mH, sX, sW1, sB1, sW2, sHall, accY, j, buf, hbuf):
         """One hidden chunk j (weights in buffer `buf`, H tile in `hbuf`): GEMM1, +b1,
         ReLU, fp16 round into smem (or global h), then GEMM2 into accY."""
-        tiled_mma, thr_mma, thr_s2r_a, thr_s2r_b, tCcH, row0, nrows, tid = ctx
+        tiled_mma, thr_mma, thr_s2r_a, thr_s2r_b, tCcH, row0, nrows, tid, first = ctx
         tm, cp, hc, H, mode = self.tm, self.cp, self.hc, self.H, self.mode
         f16, f32 = cutlass.Float16, cutlass.Float32
         if cutlass.const_expr(self.uses_w1):
@@ -517,6 +552,9 @@ class MlpKernel:
                 )
                 cute.arch.cp_async_commit_group()
                 cute.arch.cp_async_wait_group(0)
+            if cutlass.const_expr(mode == "fused_smem" and self.split):
+                if first:
+                    cute.arch.cp_async_wait_group(1)  # W2, b2 (not the next X)
             if cutlass.const_expr(mode != "proj1"):
                 cute.arch.sync_threads()
         if cutlass.const_expr(self.uses_w2):
