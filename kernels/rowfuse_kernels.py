@@ -15,6 +15,10 @@ hidden dimension is processed in chunks of `hc` columns: when W1 and W2 fit in s
 memory together there is one chunk and the weights are staged once per block; otherwise
 they are streamed chunk by chunk, double-buffered with cp.async, and each chunk of H is
 rounded to fp16 in shared memory and multiplied straight into the Y accumulator.
+When the weights are one chunk, `x_prefetch` double-buffers X across a block's tiles (the
+next tile's X streams in during this one) and `split_w2` puts W2/b2 in their own cp.async
+group, awaited only before GEMM2 of the block's first tile (both opt-in; build.py's
+`--tile-rows auto` turns them on for the fused kernels from 1000 rows up).
 
 Shared memory tiles are zero-padded to multiples of the MMA shape (rows to 16, channels
 and hidden to 16 * warps_n), with the row stride padded by 16 bytes so that ldmatrix is
