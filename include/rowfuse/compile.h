@@ -42,8 +42,22 @@ typedef struct rf_compile_options {
     const char *kernels_dir; /* folder holding build.py */
 } rf_compile_options_t;
 
+/* The scheduler: the schedule "auto" stands for at this block and row count, and why
+ * (a static string). */
+const char *rf_schedule_choose(const rf_mlp_block_t *block, int64_t rows, const char **out_reason);
+
+typedef struct rf_compile_result {
+    const char *schedule; /* static string: the schedule the plan runs */
+    const char *reason;   /* static string: why (the scheduler's rule, or the option) */
+    int64_t tile_rows;    /* the tile rows that schedule was built with */
+} rf_compile_result_t;
+
+/* Writes the package. With schedule "auto", records the scheduler's choice and reason;
+ * with tile_rows 0, the tile rows the generator chose (read back from kernels.json).
+ * out_result may be NULL. */
 rf_status_t rf_compile_package(const rf_graph_t *graph, const rf_mlp_block_t *block,
-                               const rf_compile_options_t *options);
+                               const rf_compile_options_t *options,
+                               rf_compile_result_t *out_result);
 
 #ifdef __cplusplus
 }

@@ -15,8 +15,8 @@
 int rf_cmd_compile(int argc, char **argv) {
     const char *model = NULL;
     rf_compile_options_t o = {0};
-    o.schedule = "persistent-smem";
-    o.tile_rows = 16;
+    o.schedule = "auto";
+    o.tile_rows = 0; /* auto */
     o.arch = "sm_90a";
     o.rows = -1;
     for (int i = 0; i < argc; i++) {
@@ -29,9 +29,12 @@ int rf_cmd_compile(int argc, char **argv) {
                 o.rows = 0;
         } else if (!strcmp(a, "--schedule") && has)
             o.schedule = argv[++i];
-        else if (!strcmp(a, "--tile-rows") && has)
-            o.tile_rows = atoi(argv[++i]);
-        else if ((!strcmp(a, "--arch") || !strcmp(a, "--gpu-arch")) && has)
+        else if (!strcmp(a, "--tile-rows") && has) {
+            const char *t = argv[++i];
+            o.tile_rows = !strcmp(t, "auto") ? 0 : atoi(t);
+            if (o.tile_rows == 0 && strcmp(t, "auto"))
+                o.tile_rows = -1;
+        } else if ((!strcmp(a, "--arch") || !strcmp(a, "--gpu-arch")) && has)
             o.arch = argv[++i];
         else if ((!strcmp(a, "-o") || !strcmp(a, "--output")) && has)
             o.out_dir = argv[++i];
@@ -63,13 +66,15 @@ int rf_cmd_compile(int argc, char **argv) {
     st = rf_mlp_match(g, &block);
     if (!st && o.rows < 0)
         o.rows = block.rows;
+    rf_compile_result_t res;
     if (!st)
-        st = rf_compile_package(g, &block, &o);
+        st = rf_compile_package(g, &block, &o, &res);
     if (!st)
-        printf("compiled %s: residual MLP C=%lld H=%lld, rows %lld, schedule %s, tile %d rows, "
-               "%s -> %s/\n",
+        printf("compiled %s: residual MLP C=%lld H=%lld, rows %lld, schedule %s (%s), tile %lld "
+               "rows%s, %s -> %s/\n",
                model, (long long)block.channels, (long long)block.hidden, (long long)o.rows,
-               o.schedule, o.tile_rows, o.arch, o.out_dir);
+               res.schedule, res.reason, (long long)res.tile_rows, o.tile_rows ? "" : " (auto)",
+               o.arch, o.out_dir);
     rf_contract_destroy(c);
     rf_graph_destroy(g);
     return rf_cli_report("compile", st);

@@ -2,6 +2,7 @@
  * kernels (kernels/build.py, run as a tool the way a compiler driver runs its assembler),
  * and plan.json tying them together. */
 #define _POSIX_C_SOURCE 200809L
+#include <cjson/cJSON.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -66,18 +67,68 @@ static rf_status_t rf_write_weight(const rf_graph_t *g, int value, int transpose
     return st;
 }
 
+/* The tile rows the generator built `schedule` with (kernels.json, written by build.py). */
+static rf_status_t rf_read_tile_rows(const char *dir, const char *schedule, int64_t *out) {
+    char path[4096];
+    snprintf(path, sizeof path, "%s/kernels.json", dir);
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return RF_ERR(RF_CODE_NOT_FOUND, "the kernel generator wrote no '%s'", path);
+    char *text = NULL;
+    size_t n = 0, cap = 0;
+    rf_status_t st = RF_OK;
+    for (;;) {
+        if (n + 4096 + 1 > cap) {
+            char *grown = realloc(text, cap = 2 * cap + 8192);
+            if (!grown) {
+                st = RF_ERR(RF_CODE_OUT_OF_MEMORY, "reading '%s'", path);
+                break;
+            }
+            text = grown;
+        }
+        size_t got = fread(text + n, 1, 4096, f);
+        n += got;
+        if (got < 4096)
+            break;
+    }
+    fclose(f);
+    cJSON *root = NULL;
+    if (!st) {
+        text[n] = '\0';
+        root = cJSON_Parse(text);
+        const cJSON *t = cJSON_GetObjectItemCaseSensitive(
+            cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(root, "schedules"),
+                                             schedule),
+            "tile_rows");
+        if (!cJSON_IsNumber(t))
+            st = RF_ERR(RF_CODE_PARSE_ERROR, "'%s' has no schedules.%s.tile_rows", path, schedule);
+        else
+            *out = (int64_t)t->valuedouble;
+    }
+    cJSON_Delete(root);
+    free(text);
+    return st;
+}
+
 rf_status_t rf_compile_package(const rf_graph_t *g, const rf_mlp_block_t *b,
-                               const rf_compile_options_t *o) {
+                               const rf_compile_options_t *o, rf_compile_result_t *out_result) {
     static const char *const schedules[] = {"persistent-smem", "persistent-gmem", "conventional"};
+    const char *schedule = o->schedule, *reason = "chosen with --schedule";
+    if (!strcmp(schedule, "auto"))
+        schedule = rf_schedule_choose(b, o->rows, &reason);
     int known = 0;
     for (size_t i = 0; i < sizeof schedules / sizeof schedules[0]; i++)
-        known |= !strcmp(o->schedule, schedules[i]);
+        if (!strcmp(schedule, schedules[i])) {
+            schedule = schedules[i]; /* static storage for out_result */
+            known = 1;
+        }
     if (!known)
         return RF_ERR(RF_CODE_INVALID_ARGUMENT,
-                      "unknown schedule '%s' (persistent-smem, persistent-gmem, conventional)",
-                      o->schedule);
-    if (o->tile_rows != 16 && o->tile_rows != 32 && o->tile_rows != 64)
-        return RF_ERR(RF_CODE_INVALID_ARGUMENT, "--tile-rows must be 16, 32 or 64, not %d",
+                      "unknown schedule '%s' (persistent-smem, persistent-gmem, conventional, "
+                      "auto)",
+                      schedule);
+    if (o->tile_rows != 0 && o->tile_rows != 16 && o->tile_rows != 32 && o->tile_rows != 64)
+        return RF_ERR(RF_CODE_INVALID_ARGUMENT, "--tile-rows must be auto, 16, 32 or 64, not %d",
                       o->tile_rows);
     if (o->rows < 1 || o->rows > RF_MAX_DIM)
         return RF_ERR(RF_CODE_INVALID_ARGUMENT, "--rows %lld outside 1..%lld", (long long)o->rows,
@@ -105,7 +156,10 @@ rf_status_t rf_compile_package(const rf_graph_t *g, const rf_mlp_block_t *b,
     snprintf(cs, sizeof cs, "%lld", (long long)b->channels);
     snprintf(hs, sizeof hs, "%lld", (long long)b->hidden);
     snprintf(rs, sizeof rs, "%lld", (long long)o->rows);
-    snprintf(ts, sizeof ts, "%d", o->tile_rows);
+    if (o->tile_rows)
+        snprintf(ts, sizeof ts, "%d", o->tile_rows);
+    else
+        snprintf(ts, sizeof ts, "auto");
     char *argv[] = {(char *)o->python,
                     build_py,
                     "--channels",
@@ -123,6 +177,8 @@ rf_status_t rf_compile_package(const rf_graph_t *g, const rf_mlp_block_t *b,
                     NULL};
     RF_RETURN_IF_ERROR(rf_tool_run(argv, "kernel generator"), "generating kernels for C=%s H=%s",
                        cs, hs);
+    int64_t tile_rows = 0;
+    RF_RETURN_IF_ERROR_PLAIN(rf_read_tile_rows(o->out_dir, schedule, &tile_rows));
 
     snprintf(path, sizeof path, "%s/plan.json", o->out_dir);
     FILE *f = fopen(path, "w");
@@ -138,14 +194,16 @@ rf_status_t rf_compile_package(const rf_graph_t *g, const rf_mlp_block_t *b,
     rf_json_key_int(&w, "rows", o->rows);
     rf_json_key_int(&w, "channels", b->channels);
     rf_json_key_int(&w, "hidden", b->hidden);
-    rf_json_key_string(&w, "schedule", o->schedule);
+    rf_json_key_string(&w, "schedule", schedule);
+    rf_json_key_string(&w, "schedule_reason", reason);
     rf_json_key(&w, "schedules");
     rf_json_array_begin(&w);
     for (size_t i = 0; i < sizeof schedules / sizeof schedules[0]; i++)
         rf_json_string(&w, schedules[i]);
     rf_json_string(&w, "cublaslt");
     rf_json_array_end(&w);
-    rf_json_key_int(&w, "tile_rows", o->tile_rows);
+    rf_json_key_int(&w, "tile_rows", tile_rows);
+    rf_json_key_string(&w, "tile_rows_chosen_by", o->tile_rows ? "--tile-rows" : "auto");
     rf_json_key_string(&w, "arch", o->arch);
     rf_json_key(&w, "precision");
     rf_json_object_begin(&w);
@@ -167,5 +225,10 @@ rf_status_t rf_compile_package(const rf_graph_t *g, const rf_mlp_block_t *b,
     rf_status_t st = rf_json_writer_finish(&w);
     if (fclose(f) != 0 && !st)
         st = RF_ERR(RF_CODE_IO_ERROR, "error writing plan.json in '%s'", o->out_dir);
+    if (!st && out_result) {
+        out_result->schedule = schedule;
+        out_result->reason = reason;
+        out_result->tile_rows = tile_rows;
+    }
     return st;
 }

@@ -24,7 +24,18 @@ def test_compile_example(tmp_path):
 
     model = export("residual_mlp:make", 49, tmp_path / "m.onnx")
     pkg = tmp_path / "pkg"
-    p = rowfuse("compile", model, "--rows", 49, "--schedule", "persistent-smem", "-o", pkg)
+    p = rowfuse(
+        "compile",
+        model,
+        "--rows",
+        49,
+        "--schedule",
+        "persistent-smem",
+        "--tile-rows",
+        16,
+        "-o",
+        pkg,
+    )
     assert p.returncode == 0, p.stderr
     plan = json.loads((pkg / "plan.json").read_text())
     assert (plan["channels"], plan["hidden"], plan["rows"]) == (48, 96, 49)
@@ -74,3 +85,19 @@ def test_compile_bad_options(tmp_path):
     assert p.returncode == 2 and "warp-magic" in p.stderr
     p = rowfuse("compile", model, "--rows", 7, "--tile-rows", 12, "-o", tmp_path / "p")
     assert p.returncode == 2 and "tile-rows" in p.stderr
+
+
+@pytest.mark.skipif(not HAVE_DSL, reason="CuTe DSL (nvidia-cutlass-dsl) is not installed")
+def test_compile_auto_schedule_and_tiles(tmp_path):
+    """--schedule auto and --tile-rows auto (the defaults): the plan records the scheduler's
+    choice with its reason, and the tile rows the generator built that schedule with; at
+    8000 rows the generator's rule picks 64-row tiles (one tile per SM from 7553 rows)."""
+    model = export("residual_mlp:make", 49, tmp_path / "m.onnx")
+    pkg = tmp_path / "pkg"
+    p = rowfuse("compile", model, "--rows", 8000, "-o", pkg)
+    assert p.returncode == 0, p.stderr
+    plan = json.loads((pkg / "plan.json").read_text())
+    kernels = json.loads((pkg / "kernels.json").read_text())
+    assert plan["schedule"] == "persistent-smem" and plan["schedule_reason"]
+    assert plan["tile_rows"] == kernels["schedules"]["persistent-smem"]["tile_rows"] == 64
+    assert plan["tile_rows_chosen_by"] == "auto"
