@@ -36,7 +36,7 @@ for s in $SHAPES; do
     fi
     rm -rf "$work" "$pkg"
     t0=$SECONDS
-    if ! "$PYTHON" kernels/build.py --channels "$c" --hidden "$h" --rows "$rows" --tile-rows 16 \
+    if ! "$PYTHON" kernels/build.py --channels "$c" --hidden "$h" --rows "$rows" --tile-rows auto \
         --arch sm_90a --out "$work" --quiet >"$B/work/$name.log" 2>&1; then
         echo "  $name: BUILD FAILED (see $B/work/$name.log)"
         tail -3 "$B/work/$name.log" | sed 's/^/    /'
@@ -44,8 +44,7 @@ for s in $SHAPES; do
     fi
     mkdir -p "$pkg"
     cp "$work/librowfuse_pkg.so" "$work/kernels.json" "$pkg/"
-    printf '{"format": "rowfuse-package", "version": 1, "block": "residual-mlp", "rows": %d, "channels": %d, "hidden": %d, "schedule": "persistent-smem", "tile_rows": 16, "arch": "sm_90a", "library": "librowfuse_pkg.so", "kernels": "kernels.json"}\n' \
-        "$rows" "$c" "$h" >"$pkg/plan.json"
+    "$PYTHON" tests/gpu/write_plan.py "$pkg" "$rows"
     echo "  $name: built in $((SECONDS - t0)) s"
 done
 du -shc "$B/bin" "$B/lib" "$B/pkgs" | tail -1

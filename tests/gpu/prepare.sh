@@ -89,7 +89,7 @@ build_one() {
     fi
     rm -rf "$work" "$pkg"
     local t0=$SECONDS
-    if ! "$py" "$ksrc/kernels/build.py" --channels "$c" --hidden "$h" --rows "$rows" --tile-rows 16 \
+    if ! "$py" "$ksrc/kernels/build.py" --channels "$c" --hidden "$h" --rows "$rows" --tile-rows auto \
         --arch sm_90a --out "$work" --quiet >"$b/work/$name.log" 2>&1; then
         echo "  $name: BUILD FAILED (see $b/work/$name.log)"
         tail -3 "$b/work/$name.log" | sed 's/^/    /'
@@ -98,8 +98,7 @@ build_one() {
     mkdir -p "$pkg"
     cp "$work/librowfuse_pkg.so" "$work/kernels.json" "$pkg/"
     echo "$ktag" >"$pkg/kernels.rev"
-    printf '{"format": "rowfuse-package", "version": 1, "block": "residual-mlp", "rows": %d, "channels": %d, "hidden": %d, "schedule": "persistent-smem", "tile_rows": 16, "arch": "sm_90a", "library": "librowfuse_pkg.so", "kernels": "kernels.json"}\n' \
-        "$rows" "$c" "$h" >"$pkg/plan.json"
+    "$py" tests/gpu/write_plan.py "$pkg" "$rows"
     echo "  $name: built in $((SECONDS - t0)) s ($ktag)"
 }
 export -f build_one

@@ -7,7 +7,7 @@
 #      4096 rows of the 49x48x96 package: every schedule and cuBLASLt, graph replay into a
 #      NaN-poisoned Y, compared with the CPU reference (mixed precision),
 #   3. compute-sanitizer memcheck, racecheck, synccheck and initcheck on the rowfuse kernels
-#      (all three schedules) at the first three shapes (49x48x96 has a partial row tile,
+#      (all three schedules) at the first four shapes (49x48x96 has a partial row tile,
 #      100x40x72 partial tiles in every dimension), requiring zero errors,
 #   4. a table (last), and JSON + logs under $OUT (default out/gpu).
 # Exit status 0 only when everything passed.
@@ -59,7 +59,7 @@ echo "  check exit $CHECK_RC after $((SECONDS - T0)) s"
 echo "== 3. compute-sanitizer"
 : >"$OUT/sanitizer.log"
 : >"$OUT/sanitizer.tsv"
-head -3 "$B/shapes.txt" | while read -r rows c h; do
+head -4 "$B/shapes.txt" | while read -r rows c h; do
     pkg="$B/pkgs/c${c}_h${h}"
     for tool in memcheck racecheck synccheck initcheck; do
         t1=$SECONDS
