@@ -128,7 +128,8 @@ typedef struct rf_variant rf_variant_t;
 #define RF_SCHEDULE_COUNT 4
 extern const char *const rf_schedule_names[RF_SCHEDULE_COUNT];
 
-/* A package schedule. RF_CODE_NOT_FOUND if the package does not contain it. */
+/* A package schedule. RF_CODE_NOT_FOUND if the package does not contain it. "cublaslt"
+ * (which a plan may choose) gives the cuBLASLt variant for the package's shape. */
 rf_status_t rf_variant_create_pkg(rf_allocator_t allocator, rf_pkg_t *pkg, const char *schedule,
                                   rf_variant_t **out_variant);
 /* The cuBLASLt baseline for (channels, hidden). Allocates a workspace on the device. */

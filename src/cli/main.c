@@ -20,6 +20,7 @@ static const rf_cli_command_t rf_commands[] = {
     {"compile", rf_cmd_compile,
      "compile MODEL.onnx --rows N [--schedule auto|persistent-smem|persistent-gmem|"
      "conventional] [--tile-rows auto|16|32|64] [--arch sm_90a] -o PKGDIR"},
+    {"schedule", rf_cmd_schedule, "schedule --rows M --channels C --hidden H"},
     {"inspect", rf_cmd_inspect, "inspect PKGDIR [ARTIFACT] [--sass]"},
     {"check", rf_cmd_check, "check PKGDIR... (needs a GPU)"},
     {"bench", rf_cmd_bench, "bench PKGDIR --c (needs a GPU)"},

@@ -1,15 +1,34 @@
-/* The scheduler behind `--schedule auto`. It is a measured rule, not a cost model: on
- * the H200 (notes/kernels.md, run of 2026-12-02 with per-shape tile rows), persistent-smem
- * had the shortest GPU span of the three rowfuse schedules at every development shape,
- * from 49x48x96 (1.63 us vs 1.95 gmem, 3.17 conventional) to 8192x512x2048 (191 us vs
- * 252 gmem, 219 conventional, with 64-row tiles). The bench report keeps every loser's
- * time, so a shape where this rule loses shows up there. */
+/* The scheduler behind `--schedule auto`: a two-line cost model fitted to H200 measurements
+ * (notes/bench.md, run 3, 2026-12-02, GPU span of one graph replay):
+ *
+ *   persistent-smem (mma.sync, weights staged or streamed through shared memory):
+ *       t ~= F / 180 TFLOP/s      at 8192x512x2048: 34.4 GFLOP in 192 us
+ *   cublaslt (four kernels: two Hopper GEMMs with epilogues plus glue):
+ *       t ~= 7.5 us + F / 400 TFLOP/s   8192x512x2048: 86 us; 7.3-8.9 us at small shapes
+ *
+ * with F = 4 M C H, the block's FLOPs. The two lines cross near 2.5 GFLOP: below it the
+ * megakernel's single launch wins (every small and medium development shape, by 0.2x-0.9x;
+ * 4096x128x512 at 1.07 GFLOP: 11.2 vs 12.7 us), above it the vendor GEMMs' higher rate
+ * does (8192x512x2048: 86 vs 192 us). persistent-gmem and conventional lost to
+ * persistent-smem at every development shape, so the model leaves them out. The bench
+ * report keeps every loser's time, so a shape where this rule loses shows up there. */
 #include "rowfuse/compile.h"
 
+#define RF_SMEM_FLOPS_PER_US 180.0e6     /* 180 TFLOP/s */
+#define RF_CUBLASLT_FLOPS_PER_US 400.0e6 /* 400 TFLOP/s */
+#define RF_CUBLASLT_FIXED_US 7.5
+
 const char *rf_schedule_choose(const rf_mlp_block_t *block, int64_t rows, const char **out_reason) {
-    (void)block;
-    (void)rows;
-    *out_reason = "persistent-smem had the shortest GPU span of the rowfuse schedules at every "
-                  "development shape measured on the H200 (notes/kernels.md)";
+    double flops = 4.0 * (double)rows * (double)block->channels * (double)block->hidden;
+    double t_smem = flops / RF_SMEM_FLOPS_PER_US;
+    double t_lt = RF_CUBLASLT_FIXED_US + flops / RF_CUBLASLT_FLOPS_PER_US;
+    if (t_lt < t_smem) {
+        *out_reason = "auto: above ~2.5 GFLOP the vendor GEMMs' rate beats the megakernel "
+                      "(H200 cost model in src/compile/schedule.c)";
+        return "cublaslt";
+    }
+    *out_reason = "auto: one launch, hidden state in shared memory; below ~2.5 GFLOP the "
+                  "megakernel beats every other schedule (H200 cost model in "
+                  "src/compile/schedule.c)";
     return "persistent-smem";
 }

@@ -29,6 +29,10 @@ rf_status_t rf_variant_create_pkg(rf_allocator_t a, rf_pkg_t *pkg, const char *s
                                                 "are required");
     if (strlen(schedule) >= sizeof(v->name))
         return RF_ERR(RF_CODE_INVALID_ARGUMENT, "schedule name too long: %s", schedule);
+    /* The vendor schedule needs no package kernels: a plan may choose it for shapes where
+     * cuBLASLt's GEMMs beat the megakernel (src/compile/schedule.c). */
+    if (!strcmp(schedule, "cublaslt"))
+        return rf_variant_create_cublaslt(a, rf_pkg_channels(pkg), rf_pkg_hidden(pkg), out_variant);
     n = rf_pkg_kernel_count(pkg, schedule);
     if (n < 1)
         return RF_ERR(RF_CODE_NOT_FOUND, "package %s does not contain schedule \"%s\"",
