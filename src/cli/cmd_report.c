@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "base/tool.h"
 #include "commands.h"
@@ -32,6 +33,14 @@ int rf_cmd_report(int argc, char **argv) {
     snprintf(path, need, "%s%s%s", pydir, old && old[0] ? ":" : "", old ? old : "");
     setenv("PYTHONPATH", path, 1);
     free(path);
+
+    /* The report asks this binary for the scheduler's choices (`rowfuse schedule`). */
+    char exe[4096];
+    ssize_t n_exe = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (n_exe > 0) {
+        exe[n_exe] = '\0';
+        setenv("RF_BIN", exe, 0);
+    }
 
     char *args[RF_REPORT_MAX_ARGS];
     int n = 0;
