@@ -14,6 +14,8 @@
 #define ROWFUSE_COMPILE_H
 
 #include "rowfuse/graph.h"
+#include "rowfuse/ref.h"
+#include "rowfuse/tensor.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -30,6 +32,23 @@ typedef struct rf_mlp_block {
 } rf_mlp_block_t;
 
 rf_status_t rf_mlp_match(const rf_graph_t *graph, rf_mlp_block_t *out_block);
+
+/* The residual MLP block as a graph (MatMul + Add form), X [rows, C] fp16 the one input,
+ * the weights constants (W1 [C,H], W2 [H,C] fp16 bit patterns; b1 [H], b2 [C] f32,
+ * copied). The graph mixes an fp16 input with f32 biases, as the GPU plan does, so it is
+ * for the reference interpreter (which infers its own shapes), not for the ONNX-level
+ * shape inference or the verifier. *out_graph is the caller's. */
+rf_status_t rf_mlp_graph_create(rf_allocator_t allocator, int64_t rows, int64_t channels,
+                                int64_t hidden, const uint16_t *w1, const float *b1,
+                                const uint16_t *w2, const float *b2, rf_graph_t **out_graph);
+
+/* The block's output for X [rows, C] (fp16 bit patterns) on the CPU reference interpreter
+ * (f64 for RF_PRECISION_FP64, f32 for MIXED). *out_y is allocated with the allocator; free
+ * it with rf_tensor_free. */
+rf_status_t rf_mlp_reference(rf_allocator_t allocator, rf_precision_t precision, int64_t rows,
+                             int64_t channels, int64_t hidden, const uint16_t *x,
+                             const uint16_t *w1, const float *b1, const uint16_t *w2,
+                             const float *b2, rf_tensor_t *out_y);
 
 typedef struct rf_compile_options {
     const char *model_path; /* recorded in plan.json */

@@ -5,7 +5,9 @@
 
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
+#include "rowfuse/compile.h"
 #include "rowfuse/tensor.h"
 
 static uint64_t rf_bench_next(uint64_t *s) {
@@ -25,49 +27,21 @@ double rf_bench_normal(uint64_t *state) {
 }
 
 /* Converts n fp16 values to double; transposes [r, c] to [c, r] when t is set. */
-static void rf_bench_widen(const uint16_t *src, int64_t r, int64_t c, int t, double *dst) {
-    for (int64_t i = 0; i < r; i++)
-        for (int64_t j = 0; j < c; j++)
-            dst[t ? j * r + i : i * c + j] = (double)rf_f16_to_f32(src[i * c + j]);
-}
-
 rf_status_t rf_bench_mlp_reference(rf_allocator_t a, int64_t rows, int64_t channels, int64_t hidden,
                                    const uint16_t *x, const uint16_t *w1, const float *b1,
                                    const uint16_t *w2, const float *b2, double *y) {
-    /* Widen the weights once (W1 transposed so both inner loops run over contiguous
-     * memory); then one row at a time, accumulating straight into y. */
-    double *w1t = NULL, *w2d = NULL, *xr = NULL;
-    rf_status_t st;
-    size_t wbytes = (size_t)channels * (size_t)hidden * sizeof(double);
-    if ((st = rf_alloc(a, wbytes, "reference W1", (void **)&w1t)) ||
-        (st = rf_alloc(a, wbytes, "reference W2", (void **)&w2d)) ||
-        (st = rf_alloc(a, (size_t)channels * sizeof(double), "reference row", (void **)&xr)))
-        goto done;
-    rf_bench_widen(w1, channels, hidden, 1, w1t);
-    rf_bench_widen(w2, hidden, channels, 0, w2d);
-    for (int64_t m = 0; m < rows; m++) {
-        double *yr = y + m * channels;
-        rf_bench_widen(x + m * channels, 1, channels, 0, xr);
-        for (int64_t c = 0; c < channels; c++)
-            yr[c] = (double)b2[c] + xr[c];
-        for (int64_t j = 0; j < hidden; j++) {
-            const double *w1r = w1t + j * channels;
-            double h = b1[j];
-            for (int64_t c = 0; c < channels; c++)
-                h += xr[c] * w1r[c];
-            if (h <= 0.0)
-                continue;
-            const double *w2r = w2d + j * channels;
-            for (int64_t c = 0; c < channels; c++)
-                yr[c] += h * w2r[c];
-        }
-        for (int64_t c = 0; c < channels; c++)
-            yr[c] = yr[c] > 0.0 ? yr[c] : 0.0;
-    }
-done:
-    rf_free(a, w1t);
-    rf_free(a, w2d);
-    rf_free(a, xr);
+    /* The CPU reference interpreter in fp64 on the fp16 values (H is not rounded). */
+    rf_tensor_t out;
+    RF_RETURN_IF_ERROR_PLAIN(
+        rf_mlp_reference(a, RF_PRECISION_FP64, rows, channels, hidden, x, w1, b1, w2, b2, &out));
+    size_t n = (size_t)rows * (size_t)channels;
+    rf_status_t st = RF_OK;
+    if (out.dtype != RF_DTYPE_F64 || out.nbytes != n * sizeof(double))
+        st = RF_ERR(RF_CODE_INTERNAL, "the CPU reference returned %s of %zu bytes",
+                    rf_dtype_name(out.dtype), out.nbytes);
+    else
+        memcpy(y, out.data, out.nbytes);
+    rf_tensor_free(a, &out);
     return st;
 }
 

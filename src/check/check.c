@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "rowfuse/compile.h"
 #include "rowfuse/graph.h"
 #include "rowfuse/json.h"
 #include "rowfuse/ref.h"
@@ -94,73 +95,10 @@ static rf_status_t case_make(rf_allocator_t a, int64_t m, int64_t c, int64_t h, 
     return RF_OK;
 }
 
-/* The residual-MLP graph with this case's weights as constants and X as the one input:
- *   Y = Relu(Add(Add(MatMul(Relu(Add(MatMul(X, W1), b1)), W2), b2), X)) */
-static rf_status_t build_graph(rf_allocator_t a, const check_case_t *k, rf_graph_t **out) {
-    rf_graph_t *g = NULL;
-    rf_shape_t sx = {2, {k->m, k->c}}, sw1 = {2, {k->c, k->h}}, sb1 = {1, {k->h}};
-    rf_shape_t sw2 = {2, {k->h, k->c}}, sb2 = {1, {k->c}};
-    int x, w1, b1, w2, b2, t[7];
-    const char *names[7] = {"mm1", "add1", "hid", "mm2", "add2", "res", "Y"};
-    rf_status_t st;
-    *out = NULL;
-    RF_RETURN_IF_ERROR_PLAIN(rf_graph_create(a, &g));
-    st = rf_graph_add_value(g, "X", RF_DTYPE_F16, &sx, &x);
-    if (!st)
-        st = rf_graph_add_input(g, x);
-    if (!st)
-        st = rf_graph_add_const(g, "W1", RF_DTYPE_F16, &sw1, k->w1, (size_t)(k->c * k->h) * 2, &w1);
-    if (!st)
-        st = rf_graph_add_const(g, "b1", RF_DTYPE_F32, &sb1, k->b1, (size_t)k->h * 4, &b1);
-    if (!st)
-        st = rf_graph_add_const(g, "W2", RF_DTYPE_F16, &sw2, k->w2, (size_t)(k->h * k->c) * 2, &w2);
-    if (!st)
-        st = rf_graph_add_const(g, "b2", RF_DTYPE_F32, &sb2, k->b2, (size_t)k->c * 4, &b2);
-    for (int i = 0; i < 7 && !st; i++)
-        st = rf_graph_add_value(g, names[i], RF_DTYPE_F32, NULL, &t[i]);
-    if (!st) {
-        int in_mm1[2] = {x, w1}, in_add1[2] = {t[0], b1}, in_relu1[1] = {t[1]};
-        int in_mm2[2] = {t[2], w2}, in_add2[2] = {t[3], b2}, in_res[2] = {t[4], x};
-        int in_relu2[1] = {t[5]};
-        struct {
-            const char *op;
-            const int *in;
-            int n_in, out;
-        } nodes[7] = {{"MatMul", in_mm1, 2, t[0]}, {"Add", in_add1, 2, t[1]},
-                      {"Relu", in_relu1, 1, t[2]}, {"MatMul", in_mm2, 2, t[3]},
-                      {"Add", in_add2, 2, t[4]},   {"Add", in_res, 2, t[5]},
-                      {"Relu", in_relu2, 1, t[6]}};
-        for (int i = 0; i < 7 && !st; i++)
-            st = rf_graph_add_node(g, names[i], nodes[i].op, "", nodes[i].in, nodes[i].n_in,
-                                   &nodes[i].out, 1, NULL, 0, NULL);
-    }
-    if (!st)
-        st = rf_graph_add_output(g, t[6]);
-    if (st) {
-        rf_graph_destroy(g);
-        return rf_status_annotate(st, "while building the reference graph");
-    }
-    *out = g;
-    return RF_OK;
-}
-
 static rf_status_t case_reference(rf_allocator_t a, check_case_t *k) {
-    rf_graph_t *g = NULL;
-    rf_tensor_t in, out;
-    rf_status_t st;
-    RF_RETURN_IF_ERROR_PLAIN(build_graph(a, k, &g));
-    memset(&in, 0, sizeof(in));
-    memset(&out, 0, sizeof(out));
-    in.dtype = RF_DTYPE_F16;
-    in.shape.rank = 2;
-    in.shape.dims[0] = k->m;
-    in.shape.dims[1] = k->c;
-    in.data = k->x;
-    in.nbytes = (size_t)(k->m * k->c) * 2;
-    st = rf_ref_run(a, g, RF_PRECISION_MIXED, &in, 1, &out, 1);
-    rf_graph_destroy(g);
-    if (st)
-        return rf_status_annotate(st, "while running the CPU reference");
+    rf_tensor_t out;
+    RF_RETURN_IF_ERROR_PLAIN(rf_mlp_reference(a, RF_PRECISION_MIXED, k->m, k->c, k->h, k->x, k->w1,
+                                              k->b1, k->w2, k->b2, &out));
     if (out.dtype != RF_DTYPE_F32 || out.nbytes != (size_t)(k->m * k->c) * 4) {
         rf_tensor_free(a, &out);
         return RF_ERR(RF_CODE_INTERNAL,

@@ -163,8 +163,12 @@ static void test_fake_library(const char *fake_lib) {
         CHECK_ERR(rf_pkg_weight(pkg, "w1", &back), RF_CODE_NOT_FOUND, "no weight \"w1\"");
     }
 
-    CHECK_ERR(rf_variant_create_pkg(a, pkg, "cublaslt", &v), RF_CODE_NOT_FOUND,
-              "does not contain schedule \"cublaslt\"");
+    CHECK_ERR(rf_variant_create_pkg(a, pkg, "persistent-tmem", &v), RF_CODE_NOT_FOUND,
+              "does not contain schedule \"persistent-tmem\"");
+    /* "cublaslt" needs no package kernels: it becomes the cuBLASLt variant, which needs
+     * a GPU. */
+    CHECK_ERR(rf_variant_create_pkg(a, pkg, "cublaslt", &v), RF_CODE_NO_DEVICE, "cuBLASLt variant");
+    CHECK(v == NULL);
     CHECK_OK(rf_variant_create_pkg(a, pkg, "conventional", &v));
     if (v) {
         int min = 0, exact = 0;
@@ -194,9 +198,16 @@ static void test_fake_library(const char *fake_lib) {
     make_pkg("fake", "{\"channels\": 64, \"hidden\": 96, \"schedule\": \"conventional\", "
                      "\"library\": \"libk.so\"}");
     CHECK_ERR(rf_pkg_load_nogpu(a, dir, &pkg), RF_CODE_MISMATCH, "channels=48 hidden=96");
-    make_pkg("fake", "{\"channels\": 48, \"hidden\": 96, \"schedule\": \"cublaslt\", "
+    make_pkg("fake", "{\"channels\": 48, \"hidden\": 96, \"schedule\": \"persistent-tmem\", "
                      "\"library\": \"libk.so\"}");
     CHECK_ERR(rf_pkg_load_nogpu(a, dir, &pkg), RF_CODE_MISMATCH, "does not contain it");
+    /* A plan may choose the vendor schedule: it needs no kernels of the library. */
+    make_pkg("fake", "{\"channels\": 48, \"hidden\": 96, \"schedule\": \"cublaslt\", "
+                     "\"library\": \"libk.so\"}");
+    CHECK_OK(rf_pkg_load_nogpu(a, dir, &pkg));
+    CHECK(pkg && strcmp(rf_pkg_schedule(pkg), "cublaslt") == 0);
+    rf_pkg_destroy(pkg);
+    pkg = NULL;
     make_pkg("fake", plan);
     setenv("RF_FAKE_ABI", "7", 1);
     CHECK_ERR(rf_pkg_load_nogpu(a, dir, &pkg), RF_CODE_UNSUPPORTED, "ABI version 7");
