@@ -77,6 +77,11 @@ class Plan:
     smem_bytes: int
     x_prefetch: bool = False  # double-buffer X across a block's tiles (weights staged once)
     split_w2: bool = False  # W2/b2 in their own cp.async group, awaited only before GEMM2
+    y_vec2: bool = False  # epilogue stores Y as 8-byte pairs (C even; fused / proj2 only)
+    # fused_smem with x_prefetch: 3 X buffers and 2 H buffers, so that no barrier is needed
+    # at the end of a tile (2 barriers per tile instead of 3)
+    ring: bool = False
+    min_blocks: int = 0  # > 0: ask ptxas for registers that fit this many blocks per SM
 
     @property
     def threads(self) -> int:
@@ -91,19 +96,28 @@ MODES = ("fused_smem", "fused_gmem", "proj1", "proj2")
 
 
 def _smem_bytes(
-    mode: str, tm: int, cp: int, hp: int, hc: int, nbuf: int, x_prefetch: bool = False
+    mode: str,
+    tm: int,
+    cp: int,
+    hp: int,
+    hc: int,
+    nbuf: int,
+    x_prefetch: bool = False,
+    ring: bool = False,
 ) -> int:
     uses_w1 = mode in ("fused_smem", "fused_gmem", "proj1")
     uses_w2 = mode in ("fused_smem", "fused_gmem", "proj2")
     uses_h = mode != "proj1"
     xbufs = 2 if x_prefetch and hc == hp and mode != "proj2" else 1
+    if ring:
+        xbufs = 3
     b = xbufs * tm * (cp + SMEM_PAD) * 2  # X tile(s)
     if uses_w1:
         b += nbuf * cp * (hc + SMEM_PAD) * 2 + hp * 4
     if uses_w2:
         b += nbuf * hc * (cp + SMEM_PAD) * 2 + cp * 4
     if uses_h:
-        b += (2 if mode == "proj2" and nbuf > 1 else 1) * tm * (hc + SMEM_PAD) * 2
+        b += (2 if (mode == "proj2" and nbuf > 1) or ring else 1) * tm * (hc + SMEM_PAD) * 2
     return b + 64 * 8  # alignment slack of the allocator
 
 
@@ -114,6 +128,8 @@ def make_plan(
     tile_rows: int,
     x_prefetch: bool = False,
     split_w2: bool = False,
+    y_vec2: bool = False,
+    ring: bool = False,
 ) -> Plan:
     if mode not in MODES:
         raise ShapeError(f"unknown kernel mode '{mode}'")
@@ -150,10 +166,14 @@ def make_plan(
         if mode != "proj2" and acc_h > MAX_ACC_PER_THREAD:
             continue
         xpf = x_prefetch and hc == hp and mode != "proj2"
-        need = _smem_bytes(mode, tile_rows, cp, hp, hc, nbuf, xpf)
+        rng = ring and xpf and mode == "fused_smem"
+        need = _smem_bytes(mode, tile_rows, cp, hp, hc, nbuf, xpf, rng)
         # split W2: only where X is prefetched (the first X tile rides with W1) and both
         # GEMMs are in this kernel
         split = split_w2 and xpf and mode in ("fused_smem", "fused_gmem")
+        # 8-byte Y stores: the thread's two adjacent accumulator columns (c, c+1), c even,
+        # are 8-byte aligned in Y when C is even
+        yv2 = y_vec2 and mode != "proj1" and channels % 2 == 0
         if need <= SMEM_LIMIT_SM90:
             return Plan(
                 mode,
@@ -169,6 +189,8 @@ def make_plan(
                 need,
                 xpf,
                 split,
+                yv2,
+                rng,
             )
     need = _smem_bytes(mode, tile_rows, cp, hp, step, 1)
     raise ShapeError(
@@ -193,6 +215,8 @@ class MlpKernel:
         self.uses_w2 = self.mode in ("fused_smem", "fused_gmem", "proj2")
         self.xpf = plan.x_prefetch
         self.split = plan.split_w2
+        self.yv2 = plan.y_vec2
+        self.ring = plan.ring
         self.vx = _vec_elems(self.C, 2)
         self.vh = _vec_elems(self.H, 2)
         self.vb1 = _vec_elems(self.H, 4)
@@ -220,11 +244,16 @@ class MlpKernel:
             cute.make_layout((p.warps_m, p.warps_n, 1)),
             permutation_mnk=(p.warps_m * 16, p.warps_n * 16, 16),
         )
+        extra = {}
+        if cutlass.const_expr(p.min_blocks > 0):
+            # (a carveout given, so the DSL does not ask a GPU for the smem per SM)
+            extra = {"min_blocks_per_mp": p.min_blocks, "preferred_smem_carveout": 100}
         self.kernel(mX, mW1, mB1, mW2, mB2, mH, mY, rows, tiled_mma).launch(
             grid=(grid, 1, 1),
             block=(self.threads, 1, 1),
             smem=p.smem_bytes,
             stream=stream,
+            **extra,
         )
 
     # ------------------------------------------------------------------ helpers
@@ -328,12 +357,14 @@ class MlpKernel:
         # X tile; double-buffered when the weights are staged once (the next tile's X
         # streams in while this one is computed)
         nxb = 2 if cutlass.const_expr(self.xpf) else 1
+        if cutlass.const_expr(self.ring):
+            nxb = 3
         sXall = smem.allocate_tensor(
             f16,
             cute.make_layout((tm, cp, nxb), stride=(cp + SMEM_PAD, 1, tm * (cp + SMEM_PAD))),
             16,
         )
-        hbufs = 2 if cutlass.const_expr(mode == "proj2" and nbuf > 1) else 1
+        hbufs = 2 if cutlass.const_expr((mode == "proj2" and nbuf > 1) or self.ring) else 1
         if cutlass.const_expr(mode != "proj1"):
             sHall = smem.allocate_tensor(
                 f16,
@@ -407,14 +438,22 @@ class MlpKernel:
             row0 = tile * tm
             nrows = rows - row0
             # X tile (A of GEMM1, residual of the epilogue)
+            hb = 0
             if cutlass.const_expr(self.xpf):
                 xb = ((tile - bid) // nblk) % 2
+                xn = 1 - xb
+                if cutlass.const_expr(self.ring):
+                    # the buffers written here (X of the next tile, H of this one) were
+                    # last read two tiles ago: every warp is past this tile's first barrier
+                    xb = ((tile - bid) // nblk) % 3
+                    xn = (xb + 1) % 3
+                    hb = ((tile - bid) // nblk) % 2
                 sX = sXall[None, None, xb]
                 nxt = tile + nblk
                 if nxt < ntiles:
                     self.stage(
                         mX,
-                        sXall[None, None, 1 - xb],
+                        sXall[None, None, xn],
                         nxt * tm,
                         rows - nxt * tm,
                         0,
@@ -454,7 +493,7 @@ class MlpKernel:
                     # all but the next tile's X (when prefetching)
                     cute.arch.cp_async_wait_group(1 if self.xpf else 0)
                 cute.arch.sync_threads()
-                self.chunk(ctx, mH, sX, sw1, sb1, sw2, sh, accY, 0, 0, 0)
+                self.chunk(ctx, mH, sX, sw1, sb1, sw2, sh, accY, 0, 0, hb)
             elif cutlass.const_expr(nbuf == 2):
                 # double buffer: chunk j+1 streams in while chunk j is computed
                 self.load_chunk(
@@ -508,14 +547,37 @@ class MlpKernel:
 
             if cutlass.const_expr(mode != "proj1"):
                 # ---- epilogue: Y = ReLU(acc + b2 + X), fp32, only inside [rows, C]
-                for i in cutlass.range_constexpr(cute.size(accY)):
-                    r = tCcY[i][0]
-                    c = tCcY[i][1]
-                    yv = cute.arch.fmax(accY[i] + sB2[c] + sX[r, c].to(f32), f32(0.0))
-                    if r < nrows and c < C:
-                        mY[row0 + r, c] = yv
-            # sX / sH are rewritten by the next tile
-            cute.arch.sync_threads()
+                if cutlass.const_expr(self.yv2):
+                    # accumulator values 2k, 2k+1 are (r, c), (r, c + 1) with c even (the
+                    # m16n8 C layout): one 8-byte store per pair; C even, so c < C covers
+                    # c + 1 too
+                    st2 = cute.make_copy_atom(
+                        cute.nvgpu.CopyUniversalOp(), f32, num_bits_per_copy=64
+                    )
+                    mYv = cute.zipped_divide(mY, (1, 2))
+                    ypair = cute.make_rmem_tensor(cute.make_layout(2), f32)
+                    for k in cutlass.range_constexpr(cute.size(accY) // 2):
+                        r = tCcY[2 * k][0]
+                        c = tCcY[2 * k][1]
+                        for e in cutlass.range_constexpr(2):
+                            ypair[e] = cute.arch.fmax(
+                                accY[2 * k + e] + sB2[c + e] + sX[r, c + e].to(f32), f32(0.0)
+                            )
+                        if r < nrows and c < C:
+                            dst = cute.make_tensor(
+                                mYv[(None, (row0 + r, c // 2))].iterator, cute.make_layout(2)
+                            )
+                            cute.copy(st2, ypair, dst)
+                else:
+                    for i in cutlass.range_constexpr(cute.size(accY)):
+                        r = tCcY[i][0]
+                        c = tCcY[i][1]
+                        yv = cute.arch.fmax(accY[i] + sB2[c] + sX[r, c].to(f32), f32(0.0))
+                        if r < nrows and c < C:
+                            mY[row0 + r, c] = yv
+            # sX / sH are rewritten by the next tile (not with the ring: see above)
+            if cutlass.const_expr(not self.ring):
+                cute.arch.sync_threads()
 
     @cute.jit
     def chunk(self, ctx, mH, sX, sW1, sB1, sW2, sHall, accY, j, buf, hbuf):
@@ -539,7 +601,7 @@ class MlpKernel:
                 c = tCcH[i][1]
                 hfrag[i] = cute.arch.fmax(acc1[i] + sB1[j * hc + c], f32(0.0)).to(f16)
             if cutlass.const_expr(mode == "fused_smem"):
-                cute.autovec_copy(hfrag, thr_mma.partition_C(sHall[None, None, 0]))
+                cute.autovec_copy(hfrag, thr_mma.partition_C(sHall[None, None, hbuf]))
             else:
                 # H to the global buffer (only inside [rows, H])
                 for i in cutlass.range_constexpr(cute.size(acc1)):
