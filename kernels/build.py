@@ -202,6 +202,8 @@ def compile_kernel(
     return info
 
 
+# --grid auto: the grid rule per schedule (run 4 measured balanced for persistent-smem)
+SCHED_GRID = {"persistent-smem": "balanced"}
 SMS_SM90 = 132  # multiprocessors of the H200 / H100 SXM the packages are built for
 AUTO_MIN_TILES = 119  # ~0.9 x SMS_SM90: tiles needed before a larger tile pays
 AUTO_XPF_ROWS = 1000  # X prefetch + split W2 measured a win (or even) from here up
@@ -505,16 +507,22 @@ def main(argv: list[str] | None = None) -> int:
     )
     ap.add_argument(
         "--y-vec2",
-        action="store_true",
-        help="experimental: the epilogue stores Y as 8-byte pairs (even C; fused and proj2)",
+        nargs="?",
+        const="on",
+        default="auto",
+        choices=("auto", "on", "off"),
+        help="the epilogue stores Y as 8-byte pairs (even C; fused and proj2 kernels); "
+        "auto (default): persistent-smem only (H200 run 4: faster at 131072x32x64, "
+        "4096x128x512 and 49x48x96); on (or the bare flag): every schedule; off",
     )
     ap.add_argument(
         "--grid",
-        choices=("smem", "regs", "balanced"),
-        default="smem",
-        help="persistent grid cap per SM: smem (default: shared memory and threads), regs "
-        "(also the kernel's registers, read from the cubin), balanced (regs, then as few "
-        "blocks as give every block the same number of tiles)",
+        choices=("auto", "smem", "regs", "balanced"),
+        default="auto",
+        help="persistent grid cap per SM: smem (shared memory and threads, the former "
+        "rule), regs (also the kernel's registers, read from the cubin), balanced (regs, "
+        "then as few blocks as give every block the same number of tiles); auto "
+        "(default): balanced for persistent-smem (H200 run 4), smem for the others",
     )
     ap.add_argument(
         "--ring",
@@ -598,8 +606,8 @@ def main(argv: list[str] | None = None) -> int:
                     dump_root,
                     xpf,
                     split,
-                    a.y_vec2,
-                    a.grid,
+                    a.y_vec2 == "on" or (a.y_vec2 == "auto" and s == "persistent-smem"),
+                    a.grid if a.grid != "auto" else SCHED_GRID.get(s, "smem"),
                     a.ring,
                     a.min_blocks,
                 )

@@ -17,11 +17,11 @@ b() {
     --compress --quiet "$@" > "$O/$name.log" 2>&1 && echo "built $name" || echo "FAILED $name"
 }
 N32="--channels 32 --hidden 64 --rows 131072"
-b c32_base $N32 &
-b c32_reg $N32 --grid regs &
+b c32_base $N32 --grid smem --y-vec2 off &
+b c32_reg $N32 --grid regs --y-vec2 off &
 wait
-b c32_bal $N32 --grid balanced &
-b c32_yv2 $N32 --y-vec2 &
+b c32_bal $N32 --grid balanced --y-vec2 off &
+b c32_yv2 $N32 --grid smem --y-vec2 &
 wait
 b c32_bal_yv2 $N32 --grid balanced --y-vec2 &
 b c32_bal_yv2_ring $N32 --grid balanced --y-vec2 --ring &
@@ -30,10 +30,10 @@ b c32_bal_yv2_mb6 $N32 --grid balanced --y-vec2 --min-blocks 6 &
 b c32_t32_bal_yv2 --channels 32 --hidden 64 --rows 131072 --tile-rows 32 --x-prefetch \
   --split-w2 --grid balanced --y-vec2 &
 wait
-b c128_base --channels 128 --hidden 512 --rows 4096 &
+b c128_base --channels 128 --hidden 512 --rows 4096 --grid smem --y-vec2 off &
 b c128_yv2 --channels 128 --hidden 512 --rows 4096 --y-vec2 &
 wait
-b c48_base --channels 48 --hidden 96 --rows 49 &
+b c48_base --channels 48 --hidden 96 --rows 49 --grid smem --y-vec2 off &
 b c48_yv2 --channels 48 --hidden 96 --rows 49 --y-vec2 &
 wait
 b san_c32_ring $N32 --grid balanced --y-vec2 --ring --max-grid 3 &
