@@ -2,7 +2,7 @@
 # Builds the persistent-smem candidates of the 2026-12-02 narrow-shape work (notes/kernels.md,
 # "131072x32x64: grid, stores, barriers") into kernels/build/opt/ and a slim copy
 # (library + kernels.json) under kernels/build/opt/slim/ to carry to the GPU machine.
-# Names: base = today's defaults (--tile-rows auto); reg = --grid regs; bal = --grid
+# Names: base = the run-3 defaults (--grid smem --y-vec2 off); reg = --grid regs; bal = --grid
 # balanced; yv2 = --y-vec2; ring = --ring; mb6 = --min-blocks 6; san_* = sanitizer
 # packages with --max-grid 3 (every block walks many tiles at small row counts).
 #   sh kernels/build_opt.sh
