@@ -39,15 +39,6 @@ echo "== $(date -u +%FT%TZ) $(nvidia-smi --query-gpu=name,driver_version,clocks.
 
 echo "== 1. C host (rowfuse bench --c)"
 TMP=$(mktemp -d)
-# Warm-up: the first process on an idle GPU measured a higher empty-kernel floor (runs 3
-# and 4: 5.0-5.1 us event interval at the first shape, 3.1 us at later ones), so one
-# short, discarded C run comes first.
-first=${SHAPES%%,*}
-IFS=x read -r rows c h <<<"$first"
-if [ -f "$B/pkgs/c${c}_h${h}/plan.json" ] && [ -x "$B/bin/rowfuse" ]; then
-    "$B/bin/rowfuse" bench "$B/pkgs/c${c}_h${h}" --c --rows "$rows" --rounds 1 --obs 200 \
-        -o "$TMP/warmup.json" >/dev/null 2>&1 || true
-fi
 mkdir -p "$TMP/pkgs"
 C_FILES=()
 for s in ${SHAPES//,/ }; do
