@@ -22,18 +22,9 @@ import time
 
 import torch
 
-
-class Args(ctypes.Structure):
-    _fields_ = [
-        ("x", ctypes.c_void_p),
-        ("w1", ctypes.c_void_p),
-        ("b1", ctypes.c_void_p),
-        ("w2", ctypes.c_void_p),
-        ("b2", ctypes.c_void_p),
-        ("h", ctypes.c_void_p),
-        ("y", ctypes.c_void_p),
-        ("rows", ctypes.c_int64),
-    ]
+# The kernel ABI's argument struct, as the Python binding defines it (rf_mlp_args_t).
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
+from rowfuse.torch import MlpArgs as Args  # noqa: E402
 
 
 class Pkg:

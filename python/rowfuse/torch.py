@@ -47,7 +47,7 @@ class _Allocator(ctypes.Structure):
     ]
 
 
-class _MlpArgs(ctypes.Structure):  # rf_mlp_args_t, kernel_abi.h
+class MlpArgs(ctypes.Structure):  # rf_mlp_args_t, kernel_abi.h
     _fields_ = [
         ("x", ctypes.c_void_p),
         ("w1", ctypes.c_void_p),
@@ -115,7 +115,7 @@ def _lib():
         "rf_variant_create_cublaslt": (st, [_Allocator, ctypes.c_int64, ctypes.c_int64, P(V)]),
         "rf_variant_destroy": (None, [V]),
         "rf_variant_expected_kernels": (None, [V, P(ctypes.c_int), P(ctypes.c_int)]),
-        "rf_variant_launch": (st, [V, P(_MlpArgs), V]),
+        "rf_variant_launch": (st, [V, P(MlpArgs), V]),
     }
     for name, (res, argtypes) in sigs.items():
         fn = getattr(lib, name)
@@ -212,7 +212,7 @@ class RowfuseBlock(nn.Module):
         self.register_buffer("b2", b2.detach().to(dev, torch.float32).contiguous())
         # H scratch for schedules that route H through global memory.
         self.register_buffer("h", torch.empty(rows, self.hidden, dtype=torch.float16, device=dev))
-        self._args = _MlpArgs()
+        self._args = MlpArgs()
 
     def forward(self, x, out=None):
         _require(x, "x", torch.float16, (self.rows, self.channels), self.device)
