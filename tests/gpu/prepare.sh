@@ -7,7 +7,7 @@
 #   build-gpu/lib/     libcjson, libprotobuf-c (not on the GPU image)
 #   build-gpu/pkgs/    c<C>_h<H>/{plan.json, kernels.json, librowfuse_pkg.so}
 #   build-gpu/shapes.txt  "rows channels hidden" per line: the check's shapes
-# Then, from the repository root, one device call runs tests/gpu/run.sh, carrying
+# Then, from the repository root, one GPU run runs tests/gpu/run.sh, carrying
 # build-gpu/bin build-gpu/lib build-gpu/pkgs build-gpu/shapes.txt (a few tens of MiB).
 # Environment: JOBS (parallel kernel builds, default 2), SEED (shape draw, default 2026),
 # N_RANDOM (random shapes, default 20), PYTHON (default python3), KERNELS_REV (the commit
