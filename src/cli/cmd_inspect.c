@@ -20,12 +20,13 @@ static int rf_has_suffix(const char *s, const char *suffix) {
 static rf_status_t rf_walk(const char *root, const char *rel, int depth, int sass, int *count) {
     char path[4096];
     snprintf(path, sizeof path, "%s%s%s", root, rel[0] ? "/" : "", rel);
-    DIR *d = opendir(path);
-    if (!d)
+    struct dirent **entries = NULL;
+    int n = scandir(path, &entries, NULL, alphasort); /* sorted: stable listings */
+    if (n < 0)
         return RF_ERR(RF_CODE_IO_ERROR, "cannot open package directory '%s'", path);
-    struct dirent *e;
     rf_status_t st = RF_OK;
-    while (!st && (e = readdir(d))) {
+    for (int i = 0; i < n && !st; i++) {
+        const struct dirent *e = entries[i];
         if (e->d_name[0] == '.')
             continue;
         char child_rel[4096], child[8192];
@@ -58,7 +59,9 @@ static rf_status_t rf_walk(const char *root, const char *rel, int depth, int sas
             }
         }
     }
-    closedir(d);
+    for (int i = 0; i < n; i++)
+        free(entries[i]);
+    free(entries);
     return st;
 }
 
