@@ -101,3 +101,18 @@ def test_compile_auto_schedule_and_tiles(tmp_path):
     assert plan["schedule"] == "persistent-smem" and plan["schedule_reason"]
     assert plan["tile_rows"] == kernels["schedules"]["persistent-smem"]["tile_rows"] == 64
     assert plan["tile_rows_chosen_by"] == "auto"
+
+
+@pytest.mark.skipif(not HAVE_DSL, reason="CuTe DSL (nvidia-cutlass-dsl) is not installed")
+def test_compile_vendor_schedule(tmp_path):
+    """A plan may run cuBLASLt: the package still holds every rowfuse kernel (the runtime
+    and the bench use them), and the plan records the megakernel's tile rows."""
+    model = export("residual_mlp:make", 49, tmp_path / "m.onnx")
+    pkg = tmp_path / "pkg"
+    p = rowfuse("compile", model, "--rows", 49, "--schedule", "cublaslt", "-o", pkg)
+    assert p.returncode == 0, p.stderr
+    plan = json.loads((pkg / "plan.json").read_text())
+    kernels = json.loads((pkg / "kernels.json").read_text())
+    assert plan["schedule"] == "cublaslt" and plan["schedule_reason"] == "chosen with --schedule"
+    assert plan["tile_rows"] == kernels["schedules"]["persistent-smem"]["tile_rows"]
+    assert set(kernels["schedules"]) >= {"persistent-smem", "persistent-gmem", "conventional"}
