@@ -230,6 +230,20 @@ static rf_status_t new_result(job_t *j, const char *pkg, const char *variant, in
     return RF_OK;
 }
 
+/* Records a failed (package, variant, shape) as a result row carrying the error; takes
+ * `error`. Returns only a failure to record it (out of memory). */
+static rf_status_t record_error(job_t *j, const char *pkg, const char *variant, int64_t m,
+                                int64_t c, int64_t h, rf_status_t error) {
+    rf_check_result_t *r;
+    rf_status_t rs = new_result(j, pkg, variant, m, c, h, 0, &r);
+    if (rs) {
+        rf_status_free(error);
+        return rs;
+    }
+    set_error(r, error);
+    return RF_OK;
+}
+
 /* Runs `variants` (n of them; NULL entries are skipped) at rows m of (c, h). */
 static rf_status_t run_shape(job_t *j, const char *pkg, rf_variant_t *const *variants, int n,
                              int64_t m, int64_t c, int64_t h) {
@@ -276,7 +290,6 @@ static rf_status_t run_shape(job_t *j, const char *pkg, rf_variant_t *const *var
 static rf_status_t run_package(job_t *j, const char *dir) {
     rf_pkg_t *pkg = NULL;
     rf_variant_t *variants[RF_SCHEDULE_COUNT] = {0};
-    rf_check_result_t *r;
     const rf_check_options_t *o = j->o;
     rf_status_t st = rf_pkg_load(j->a, dir, &pkg);
     int64_t c, h;
@@ -284,9 +297,7 @@ static rf_status_t run_package(job_t *j, const char *dir) {
     if (st) {
         if (rf_status_code(st) == RF_CODE_NO_DEVICE)
             return st;
-        RF_RETURN_IF_ERROR_PLAIN(new_result(j, dir, "load", 0, 0, 0, 0, &r));
-        set_error(r, st);
-        return RF_OK;
+        return record_error(j, dir, "load", 0, 0, 0, st);
     }
     c = rf_pkg_channels(pkg);
     h = rf_pkg_hidden(pkg);
@@ -294,20 +305,11 @@ static rf_status_t run_package(job_t *j, const char *dir) {
         const char *name = rf_schedule_names[i];
         if (!wanted(o, name))
             continue;
-        if (strcmp(name, "cublaslt") == 0)
-            st = rf_variant_create_cublaslt(j->a, c, h, &variants[i]);
-        else if (rf_pkg_kernel_count(pkg, name) >= 1)
+        /* rf_variant_create_pkg gives the cuBLASLt variant for "cublaslt". */
+        if (strcmp(name, "cublaslt") == 0 || rf_pkg_kernel_count(pkg, name) >= 1)
             st = rf_variant_create_pkg(j->a, pkg, name, &variants[i]);
-        if (st) {
-            rf_status_t rs = new_result(j, dir, name, 0, c, h, 0, &r);
-            if (rs) {
-                rf_status_free(st);
-                st = rs;
-                break;
-            }
-            set_error(r, st);
-            st = RF_OK;
-        }
+        if (st && (st = record_error(j, dir, name, 0, c, h, st)))
+            break;
     }
     for (int s = 0; s < o->n_shapes && !st; s++) {
         const rf_check_shape_t *sh = &o->shapes[s];
@@ -354,20 +356,12 @@ rf_status_t rf_check_run(rf_allocator_t a, const rf_check_options_t *o,
     for (int s = 0; s < o->n_shapes && !st; s++) {
         const rf_check_shape_t *sh = &o->shapes[s];
         rf_variant_t *v = NULL;
-        rf_check_result_t *r;
         if (sh->channels == 0 || shape_has_package(&j, sh) || !wanted(o, "cublaslt"))
             continue;
         st = rf_variant_create_cublaslt(a, sh->channels, sh->hidden, &v);
         if (st) {
-            rf_status_t rs =
-                new_result(&j, "", "cublaslt", sh->rows, sh->channels, sh->hidden, 0, &r);
-            if (rs) {
-                rf_status_free(st);
-                st = rs;
+            if ((st = record_error(&j, "", "cublaslt", sh->rows, sh->channels, sh->hidden, st)))
                 break;
-            }
-            set_error(r, st);
-            st = RF_OK;
             continue;
         }
         st = run_shape(&j, "", &v, 1, sh->rows, sh->channels, sh->hidden);
