@@ -17,8 +17,9 @@ they are streamed chunk by chunk, double-buffered with cp.async, and each chunk 
 rounded to fp16 in shared memory and multiplied straight into the Y accumulator.
 When the weights are one chunk, `x_prefetch` double-buffers X across a block's tiles (the
 next tile's X streams in during this one) and `split_w2` puts W2/b2 in their own cp.async
-group, awaited only before GEMM2 of the block's first tile (both opt-in; build.py's
-`--tile-rows auto` turns them on for the fused kernels from 1000 rows up).
+group, awaited only before GEMM2 of the block's first tile. Every one of these choices
+is made by the C planner (src/compile) and arrives in the kernel specification; this
+module decides nothing.
 
 Shared memory tiles are zero-padded to multiples of the MMA shape (rows to 16, channels
 and hidden to 16 * warps_n), with the row stride padded by 16 bytes so that ldmatrix is
@@ -29,7 +30,6 @@ ldmatrix (transposed for the N-major weights).
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import cuda.bindings.driver as cuda
@@ -37,14 +37,7 @@ import cutlass
 import cutlass.cute as cute
 from cutlass.cute.nvgpu import cpasync, warp
 
-SMEM_LIMIT_SM90 = 227 * 1024  # bytes of dynamic shared memory one block may use (sm_90)
-SMEM_PAD = 8  # fp16 elements (16 bytes) added to every shared-memory row
-MAX_ACC_PER_THREAD = 128
-DEBUG = False  # fp32 accumulator registers per thread we allow
-
-
-def _roundup(x: int, m: int) -> int:
-    return (x + m - 1) // m * m
+DEBUG = False
 
 
 def _vec_elems(cols: int, elem_bytes: int) -> int:
@@ -56,14 +49,16 @@ def _vec_elems(cols: int, elem_bytes: int) -> int:
     return 0
 
 
-class ShapeError(ValueError):
-    """A shape that cannot be compiled (e.g. does not fit in shared memory)."""
+class SpecError(ValueError):
+    """A kernel specification that is incomplete or inconsistent."""
 
 
 @dataclass(frozen=True)
 class Plan:
-    """Compile-time geometry of one kernel."""
+    """Compile-time geometry of one kernel, exactly as the C planner specified it
+    (src/compile/tiling.c decides every field; kernel_spec.json carries them here)."""
 
+    name: str
     mode: str
     channels: int
     hidden: int
@@ -75,6 +70,7 @@ class Plan:
     hc: int  # hidden chunk (multiple of 16 * warps_n, divides hp)
     nbuf: int  # weight buffers (1 when everything fits, else 2)
     smem_bytes: int
+    smem_pad: int  # fp16 elements added to every shared-memory row (bank conflicts)
     x_prefetch: bool = False  # double-buffer X across a block's tiles (weights staged once)
     split_w2: bool = False  # W2/b2 in their own cp.async group, awaited only before GEMM2
     y_vec2: bool = False  # epilogue stores Y as 8-byte pairs (C even; fused / proj2 only)
@@ -91,113 +87,44 @@ class Plan:
     def nchunks(self) -> int:
         return self.hp // self.hc
 
+    @classmethod
+    def from_spec(cls, k: dict, smem_pad: int) -> Plan:
+        """The plan of one kernel_spec.json kernel entry; SpecError naming a missing or
+        inconsistent field (the generator checks the spec, it does not repair it)."""
+        try:
+            plan = cls(
+                name=k["name"],
+                mode=k["mode"],
+                channels=k["channels"],
+                hidden=k["hidden"],
+                tile_rows=k["tile_rows"],
+                warps_m=k["warps_m"],
+                warps_n=k["warps_n"],
+                cp=k["padded_channels"],
+                hp=k["padded_hidden"],
+                hc=k["hidden_chunk"],
+                nbuf=k["weight_buffers"],
+                smem_bytes=k["smem_bytes"],
+                smem_pad=smem_pad,
+                x_prefetch=bool(k["x_prefetch"]),
+                split_w2=bool(k["split_w2"]),
+                y_vec2=bool(k["y_vec2"]),
+                ring=bool(k["ring"]),
+                min_blocks=k["min_blocks"],
+            )
+        except KeyError as e:
+            raise SpecError(f"kernel {k.get('name', '?')}: field {e} missing") from None
+        step = 16 * plan.warps_n
+        if plan.mode not in MODES:
+            raise SpecError(f"{plan.name}: unknown mode '{plan.mode}'")
+        if plan.tile_rows != 16 * plan.warps_m or plan.cp % step or plan.hp % plan.hc:
+            raise SpecError(f"{plan.name}: tile rows, warps and padded extents disagree")
+        if plan.hc % step or plan.cp < plan.channels or plan.hp < plan.hidden:
+            raise SpecError(f"{plan.name}: hidden chunk or padding does not cover the shape")
+        return plan
+
 
 MODES = ("fused_smem", "fused_gmem", "proj1", "proj2")
-
-
-def _smem_bytes(
-    mode: str,
-    tm: int,
-    cp: int,
-    hp: int,
-    hc: int,
-    nbuf: int,
-    x_prefetch: bool = False,
-    ring: bool = False,
-) -> int:
-    uses_w1 = mode in ("fused_smem", "fused_gmem", "proj1")
-    uses_w2 = mode in ("fused_smem", "fused_gmem", "proj2")
-    uses_h = mode != "proj1"
-    xbufs = 2 if x_prefetch and hc == hp and mode != "proj2" else 1
-    if ring:
-        xbufs = 3
-    b = xbufs * tm * (cp + SMEM_PAD) * 2  # X tile(s)
-    if uses_w1:
-        b += nbuf * cp * (hc + SMEM_PAD) * 2 + hp * 4
-    if uses_w2:
-        b += nbuf * hc * (cp + SMEM_PAD) * 2 + cp * 4
-    if uses_h:
-        b += (2 if (mode == "proj2" and nbuf > 1) or ring else 1) * tm * (hc + SMEM_PAD) * 2
-    return b + 64 * 8  # alignment slack of the allocator
-
-
-def make_plan(
-    mode: str,
-    channels: int,
-    hidden: int,
-    tile_rows: int,
-    x_prefetch: bool = False,
-    split_w2: bool = False,
-    y_vec2: bool = False,
-    ring: bool = False,
-) -> Plan:
-    if mode not in MODES:
-        raise ShapeError(f"unknown kernel mode '{mode}'")
-    if tile_rows not in (16, 32, 64):
-        raise ShapeError(f"tile rows must be 16, 32 or 64, got {tile_rows}")
-    if channels < 1 or hidden < 1:
-        raise ShapeError(f"channels and hidden must be >= 1, got {channels}, {hidden}")
-    warps_m = tile_rows // 16
-    # warps along N: minimise the padded work per warp (cp * hp / warps_n); ties go to
-    # fewer warps (no idle warps, fewer barriers participants)
-    warps_n, best = 1, None
-    for wn in (1, 2, 3, 4):
-        if warps_m * wn > 8:
-            break
-        cost = _roundup(channels, 16 * wn) * _roundup(hidden, 16 * wn) / wn
-        if best is None or cost < best * 0.97:
-            warps_n, best = wn, cost
-    step = 16 * warps_n
-    cp, hp = _roundup(channels, step), _roundup(hidden, step)
-    threads = 32 * warps_m * warps_n
-    # Y accumulator registers per thread (fused / proj2) and H chunk accumulator
-    acc_y = tile_rows * cp // threads if mode != "proj1" else 0
-    if acc_y > MAX_ACC_PER_THREAD:
-        raise ShapeError(
-            f"{mode}: channels {channels} need {acc_y} fp32 accumulators per thread "
-            f"(limit {MAX_ACC_PER_THREAD}) at tile rows {tile_rows}; use fewer tile rows"
-        )
-    # one chunk if everything fits, else the widest double-buffered chunk that fits, else
-    # the widest single-buffered one
-    chunks = [hc for hc in range(hp - step, 0, -step) if hp % hc == 0]
-    candidates = [(hp, 1)] + [(hc, 2) for hc in chunks] + [(hc, 1) for hc in chunks]
-    for hc, nbuf in candidates:
-        acc_h = tile_rows * hc // threads
-        if mode != "proj2" and acc_h > MAX_ACC_PER_THREAD:
-            continue
-        xpf = x_prefetch and hc == hp and mode != "proj2"
-        rng = ring and xpf and mode == "fused_smem"
-        need = _smem_bytes(mode, tile_rows, cp, hp, hc, nbuf, xpf, rng)
-        # split W2: only where X is prefetched (the first X tile rides with W1) and both
-        # GEMMs are in this kernel
-        split = split_w2 and xpf and mode in ("fused_smem", "fused_gmem")
-        # 8-byte Y stores: the thread's two adjacent accumulator columns (c, c+1), c even,
-        # are 8-byte aligned in Y when C is even
-        yv2 = y_vec2 and mode != "proj1" and channels % 2 == 0
-        if need <= SMEM_LIMIT_SM90:
-            return Plan(
-                mode,
-                channels,
-                hidden,
-                tile_rows,
-                warps_m,
-                warps_n,
-                cp,
-                hp,
-                hc,
-                nbuf,
-                need,
-                xpf,
-                split,
-                yv2,
-                rng,
-            )
-    need = _smem_bytes(mode, tile_rows, cp, hp, step, 1)
-    raise ShapeError(
-        f"{mode}: C={channels} H={hidden} tile rows {tile_rows} does not fit: needs "
-        f"{need} bytes of shared memory even with hidden chunks of {step}, "
-        f"{SMEM_LIMIT_SM90} available per block on sm_90"
-    )
 
 
 class MlpKernel:
@@ -211,6 +138,7 @@ class MlpKernel:
         self.cp, self.hp, self.hc = plan.cp, plan.hp, plan.hc
         self.nbuf, self.nchunks = plan.nbuf, plan.nchunks
         self.threads = plan.threads
+        self.pad = plan.smem_pad
         self.uses_w1 = self.mode in ("fused_smem", "fused_gmem", "proj1")
         self.uses_w2 = self.mode in ("fused_smem", "fused_gmem", "proj2")
         self.xpf = plan.x_prefetch
@@ -342,51 +270,15 @@ class MlpKernel:
         rows: cutlass.Int32,
         tiled_mma: cute.TiledMma,
     ):
-        tm, cp, hp, hc = self.tm, self.cp, self.hp, self.hc
-        C, H = self.C, self.H
-        nbuf, nchunks = self.nbuf, self.nchunks
-        mode = self.mode
-        f16, f32 = cutlass.Float16, cutlass.Float32
+        tm, cp, hc, C, H = self.tm, self.cp, self.hc, self.C, self.H
+        nchunks, mode, f16 = self.nchunks, self.mode, cutlass.Float16
 
         tid, _, _ = cute.arch.thread_idx()
         bid, _, _ = cute.arch.block_idx()
         nblk, _, _ = cute.arch.grid_dim()
 
         # ---------------- shared memory (row stride padded by 16 bytes)
-        smem = cutlass.utils.SmemAllocator()
-        # X tile; double-buffered when the weights are staged once (the next tile's X
-        # streams in while this one is computed)
-        nxb = 2 if cutlass.const_expr(self.xpf) else 1
-        if cutlass.const_expr(self.ring):
-            nxb = 3
-        sXall = smem.allocate_tensor(
-            f16,
-            cute.make_layout((tm, cp, nxb), stride=(cp + SMEM_PAD, 1, tm * (cp + SMEM_PAD))),
-            16,
-        )
-        hbufs = 2 if cutlass.const_expr((mode == "proj2" and nbuf > 1) or self.ring) else 1
-        if cutlass.const_expr(mode != "proj1"):
-            sHall = smem.allocate_tensor(
-                f16,
-                cute.make_layout((tm, hc, hbufs), stride=(hc + SMEM_PAD, 1, tm * (hc + SMEM_PAD))),
-                16,
-            )
-        if cutlass.const_expr(self.uses_w1):
-            # W1 chunk stored [K=cp][N=hc] (N contiguous); viewed as B = (N, K)
-            sW1 = smem.allocate_tensor(
-                f16,
-                cute.make_layout((cp, hc, nbuf), stride=(hc + SMEM_PAD, 1, cp * (hc + SMEM_PAD))),
-                16,
-            )
-            sB1 = smem.allocate_tensor(f32, cute.make_layout(hp), 16)
-        if cutlass.const_expr(self.uses_w2):
-            # W2 chunk stored [K=hc][N=cp]; viewed as B = (N, K)
-            sW2 = smem.allocate_tensor(
-                f16,
-                cute.make_layout((hc, cp, nbuf), stride=(cp + SMEM_PAD, 1, hc * (cp + SMEM_PAD))),
-                16,
-            )
-            sB2 = smem.allocate_tensor(f32, cute.make_layout(cp), 16)
+        sXall, sHall, sW1, sB1, sW2, sB2 = self.alloc_smem()
 
         # ---------------- MMA partitions and ldmatrix copies
         thr_mma = tiled_mma.get_slice(tid)
@@ -409,30 +301,7 @@ class MlpKernel:
         if cutlass.const_expr(DEBUG):
             cute.printf("tCcH {} tCcY {}", tCcH, tCcY)
 
-        # ---------------- weights: staged once per block when they fit
-        if cutlass.const_expr(nchunks == 1):
-            if cutlass.const_expr(self.uses_w1):
-                self.stage(mW1, sW1[None, None, 0], 0, C, 0, H, cp, hc, self.vh, tid)
-                self.stage_vec(mB1, sB1, 0, H, hp, self.vb1, tid)
-            if cutlass.const_expr(self.uses_w2 and not self.split):
-                self.stage(mW2, sW2[None, None, 0], 0, H, 0, C, hc, cp, self.vx, tid)
-                self.stage_vec(mB2, sB2, 0, C, cp, self.vb2, tid)
-        else:
-            if cutlass.const_expr(self.uses_w1):
-                self.stage_vec(mB1, sB1, 0, H, hp, self.vb1, tid)
-            if cutlass.const_expr(self.uses_w2):
-                self.stage_vec(mB2, sB2, 0, C, cp, self.vb2, tid)
-        if cutlass.const_expr(self.xpf):
-            if bid < ntiles:
-                self.stage(
-                    mX, sXall[None, None, 0], bid * tm, rows - bid * tm, 0, C, tm, cp, self.vx, tid
-                )
-        cute.arch.cp_async_commit_group()
-        if cutlass.const_expr(self.split):
-            # W2 and b2 stream in while the block's first GEMM1 runs
-            self.stage(mW2, sW2[None, None, 0], 0, H, 0, C, hc, cp, self.vx, tid)
-            self.stage_vec(mB2, sB2, 0, C, cp, self.vb2, tid)
-            cute.arch.cp_async_commit_group()
+        self.prologue(mX, mW1, mB1, mW2, mB2, sXall, sW1, sB1, sW2, sB2, rows, ntiles, bid, tid)
 
         for tile in cutlass.range(bid, ntiles, nblk):
             row0 = tile * tm
@@ -475,57 +344,106 @@ class MlpKernel:
             if cutlass.const_expr(mode != "proj1"):
                 accY = tiled_mma.make_fragment_C(tiled_mma.partition_shape_C((tm, cp)))
                 accY.fill(0.0)
-            sw1 = sW1 if self.uses_w1 else None
-            sw2 = sW2 if self.uses_w2 else None
-            sh = sHall if mode != "proj1" else None
-            sb1 = sB1 if self.uses_w1 else None
             first = tile == bid
             ctx = (tiled_mma, thr_mma, thr_s2r_a, thr_s2r_b, tCcH, row0, nrows, tid, first)
 
-            if cutlass.const_expr(nchunks == 1):
-                if cutlass.const_expr(self.split):
-                    # first tile: W1 + X done, W2 and the next X may still be in flight
-                    if first:
-                        cute.arch.cp_async_wait_group(2)
-                    else:
-                        cute.arch.cp_async_wait_group(1)
-                else:
-                    # all but the next tile's X (when prefetching)
-                    cute.arch.cp_async_wait_group(1 if self.xpf else 0)
+            self.hidden_loop(ctx, mW1, mW2, mH, sX, sW1, sB1, sW2, sHall, accY, hb)
+
+            if cutlass.const_expr(mode != "proj1"):
+                self.epilogue(mY, accY, tCcY, sX, sB2, row0, nrows)
+            # sX / sH are rewritten by the next tile (not with the ring: see above)
+            if cutlass.const_expr(not self.ring):
                 cute.arch.sync_threads()
-                self.chunk(ctx, mH, sX, sw1, sb1, sw2, sh, accY, 0, 0, hb)
-            elif cutlass.const_expr(nbuf == 2):
-                # double buffer: chunk j+1 streams in while chunk j is computed
-                self.load_chunk(
-                    mW1, mW2, mH, sw1, sw2, sh if mode == "proj2" else None, 0, 0, row0, nrows, tid
+
+    def alloc_smem(self):
+        """The block's shared-memory tensors (plain Python, run while the kernel is traced):
+        X tile(s), H tile(s), W1 chunk(s) + b1, W2 chunk(s) + b2; None for those the mode
+        does not use. The spec's smem_bytes counts exactly these (src/compile/tiling.c)."""
+        tm, cp, hp, hc, nbuf, pad = self.tm, self.cp, self.hp, self.hc, self.nbuf, self.pad
+        f16, f32 = cutlass.Float16, cutlass.Float32
+        smem = cutlass.utils.SmemAllocator()
+        # X tile; double-buffered when the weights are staged once (the next tile's X
+        # streams in while this one is computed), three buffers with the ring
+        nxb = 3 if self.ring else (2 if self.xpf else 1)
+        sXall = smem.allocate_tensor(
+            f16, cute.make_layout((tm, cp, nxb), stride=(cp + pad, 1, tm * (cp + pad))), 16
+        )
+        sHall = sW1 = sB1 = sW2 = sB2 = None
+        if self.mode != "proj1":
+            hbufs = 2 if (self.mode == "proj2" and nbuf > 1) or self.ring else 1
+            sHall = smem.allocate_tensor(
+                f16, cute.make_layout((tm, hc, hbufs), stride=(hc + pad, 1, tm * (hc + pad))), 16
+            )
+        if self.uses_w1:
+            # W1 chunk stored [K=cp][N=hc] (N contiguous); viewed as B = (N, K)
+            sW1 = smem.allocate_tensor(
+                f16, cute.make_layout((cp, hc, nbuf), stride=(hc + pad, 1, cp * (hc + pad))), 16
+            )
+            sB1 = smem.allocate_tensor(f32, cute.make_layout(hp), 16)
+        if self.uses_w2:
+            # W2 chunk stored [K=hc][N=cp]; viewed as B = (N, K)
+            sW2 = smem.allocate_tensor(
+                f16, cute.make_layout((hc, cp, nbuf), stride=(cp + pad, 1, hc * (cp + pad))), 16
+            )
+            sB2 = smem.allocate_tensor(f32, cute.make_layout(cp), 16)
+        return sXall, sHall, sW1, sB1, sW2, sB2
+
+    @cute.jit
+    def prologue(self, mX, mW1, mB1, mW2, mB2, sXall, sW1, sB1, sW2, sB2, rows, ntiles, bid, tid):
+        """Stages the weights once per block when they are one chunk (else the biases), the
+        first X tile when prefetching, and W2 in its own group when split."""
+        tm, cp, hp, hc, C, H = self.tm, self.cp, self.hp, self.hc, self.C, self.H
+        if cutlass.const_expr(self.nchunks == 1):
+            if cutlass.const_expr(self.uses_w1):
+                self.stage(mW1, sW1[None, None, 0], 0, C, 0, H, cp, hc, self.vh, tid)
+                self.stage_vec(mB1, sB1, 0, H, hp, self.vb1, tid)
+            if cutlass.const_expr(self.uses_w2 and not self.split):
+                self.stage(mW2, sW2[None, None, 0], 0, H, 0, C, hc, cp, self.vx, tid)
+                self.stage_vec(mB2, sB2, 0, C, cp, self.vb2, tid)
+        else:
+            if cutlass.const_expr(self.uses_w1):
+                self.stage_vec(mB1, sB1, 0, H, hp, self.vb1, tid)
+            if cutlass.const_expr(self.uses_w2):
+                self.stage_vec(mB2, sB2, 0, C, cp, self.vb2, tid)
+        if cutlass.const_expr(self.xpf):
+            if bid < ntiles:
+                self.stage(
+                    mX, sXall[None, None, 0], bid * tm, rows - bid * tm, 0, C, tm, cp, self.vx, tid
                 )
-                cute.arch.cp_async_commit_group()
-                for j in cutlass.range(nchunks):
-                    buf = j % 2
-                    if j + 1 < nchunks:
-                        self.load_chunk(
-                            mW1,
-                            mW2,
-                            mH,
-                            sw1,
-                            sw2,
-                            sh if mode == "proj2" else None,
-                            j + 1,
-                            1 - buf,
-                            row0,
-                            nrows,
-                            tid,
-                        )
-                    cute.arch.cp_async_commit_group()  # (empty on the last chunk)
+        cute.arch.cp_async_commit_group()
+        if cutlass.const_expr(self.split):
+            # W2 and b2 stream in while the block's first GEMM1 runs
+            self.stage(mW2, sW2[None, None, 0], 0, H, 0, C, hc, cp, self.vx, tid)
+            self.stage_vec(mB2, sB2, 0, C, cp, self.vb2, tid)
+            cute.arch.cp_async_commit_group()
+
+    @cute.jit
+    def hidden_loop(self, ctx, mW1, mW2, mH, sX, sw1, sb1, sw2, sh, accY, hb):
+        """The hidden chunks of one row tile: wait for the staged operands, then each chunk
+        (GEMM1, fp16 H, GEMM2 into accY), streaming the weights when they are chunked."""
+        tiled_mma, thr_mma, thr_s2r_a, thr_s2r_b, tCcH, row0, nrows, tid, first = ctx
+        nbuf, nchunks, mode = self.nbuf, self.nchunks, self.mode
+        if cutlass.const_expr(nchunks == 1):
+            if cutlass.const_expr(self.split):
+                # first tile: W1 + X done, W2 and the next X may still be in flight
+                if first:
+                    cute.arch.cp_async_wait_group(2)
+                else:
                     cute.arch.cp_async_wait_group(1)
-                    cute.arch.sync_threads()
-                    hbuf = buf if mode == "proj2" else 0
-                    self.chunk(ctx, mH, sX, sw1, sb1, sw2, sh, accY, j, buf, hbuf)
-                    # everyone is done with buffer `buf` before it is refilled
-                    cute.arch.sync_threads()
             else:
-                # single buffer: load chunk j, compute it, then the next
-                for j in cutlass.range(nchunks):
+                # all but the next tile's X (when prefetching)
+                cute.arch.cp_async_wait_group(1 if self.xpf else 0)
+            cute.arch.sync_threads()
+            self.chunk(ctx, mH, sX, sw1, sb1, sw2, sh, accY, 0, 0, hb)
+        elif cutlass.const_expr(nbuf == 2):
+            # double buffer: chunk j+1 streams in while chunk j is computed
+            self.load_chunk(
+                mW1, mW2, mH, sw1, sw2, sh if mode == "proj2" else None, 0, 0, row0, nrows, tid
+            )
+            cute.arch.cp_async_commit_group()
+            for j in cutlass.range(nchunks):
+                buf = j % 2
+                if j + 1 < nchunks:
                     self.load_chunk(
                         mW1,
                         mW2,
@@ -533,51 +451,72 @@ class MlpKernel:
                         sw1,
                         sw2,
                         sh if mode == "proj2" else None,
-                        j,
-                        0,
+                        j + 1,
+                        1 - buf,
                         row0,
                         nrows,
                         tid,
                     )
-                    cute.arch.cp_async_commit_group()
-                    cute.arch.cp_async_wait_group(0)
-                    cute.arch.sync_threads()
-                    self.chunk(ctx, mH, sX, sw1, sb1, sw2, sh, accY, j, 0, 0)
-                    cute.arch.sync_threads()
-
-            if cutlass.const_expr(mode != "proj1"):
-                # ---- epilogue: Y = ReLU(acc + b2 + X), fp32, only inside [rows, C]
-                if cutlass.const_expr(self.yv2):
-                    # accumulator values 2k, 2k+1 are (r, c), (r, c + 1) with c even (the
-                    # m16n8 C layout): one 8-byte store per pair; C even, so c < C covers
-                    # c + 1 too
-                    st2 = cute.make_copy_atom(
-                        cute.nvgpu.CopyUniversalOp(), f32, num_bits_per_copy=64
-                    )
-                    mYv = cute.zipped_divide(mY, (1, 2))
-                    ypair = cute.make_rmem_tensor(cute.make_layout(2), f32)
-                    for k in cutlass.range_constexpr(cute.size(accY) // 2):
-                        r = tCcY[2 * k][0]
-                        c = tCcY[2 * k][1]
-                        for e in cutlass.range_constexpr(2):
-                            ypair[e] = cute.arch.fmax(
-                                accY[2 * k + e] + sB2[c + e] + sX[r, c + e].to(f32), f32(0.0)
-                            )
-                        if r < nrows and c < C:
-                            dst = cute.make_tensor(
-                                mYv[(None, (row0 + r, c // 2))].iterator, cute.make_layout(2)
-                            )
-                            cute.copy(st2, ypair, dst)
-                else:
-                    for i in cutlass.range_constexpr(cute.size(accY)):
-                        r = tCcY[i][0]
-                        c = tCcY[i][1]
-                        yv = cute.arch.fmax(accY[i] + sB2[c] + sX[r, c].to(f32), f32(0.0))
-                        if r < nrows and c < C:
-                            mY[row0 + r, c] = yv
-            # sX / sH are rewritten by the next tile (not with the ring: see above)
-            if cutlass.const_expr(not self.ring):
+                cute.arch.cp_async_commit_group()  # (empty on the last chunk)
+                cute.arch.cp_async_wait_group(1)
                 cute.arch.sync_threads()
+                hbuf = buf if mode == "proj2" else 0
+                self.chunk(ctx, mH, sX, sw1, sb1, sw2, sh, accY, j, buf, hbuf)
+                # everyone is done with buffer `buf` before it is refilled
+                cute.arch.sync_threads()
+        else:
+            # single buffer: load chunk j, compute it, then the next
+            for j in cutlass.range(nchunks):
+                self.load_chunk(
+                    mW1,
+                    mW2,
+                    mH,
+                    sw1,
+                    sw2,
+                    sh if mode == "proj2" else None,
+                    j,
+                    0,
+                    row0,
+                    nrows,
+                    tid,
+                )
+                cute.arch.cp_async_commit_group()
+                cute.arch.cp_async_wait_group(0)
+                cute.arch.sync_threads()
+                self.chunk(ctx, mH, sX, sw1, sb1, sw2, sh, accY, j, 0, 0)
+                cute.arch.sync_threads()
+
+    @cute.jit
+    def epilogue(self, mY, accY, tCcY, sX, sB2, row0, nrows):
+        """Y = ReLU(acc + b2 + X) in fp32, stored only inside [rows, C]."""
+        C, f32 = self.C, cutlass.Float32
+        # ---- epilogue: Y = ReLU(acc + b2 + X), fp32, only inside [rows, C]
+        if cutlass.const_expr(self.yv2):
+            # accumulator values 2k, 2k+1 are (r, c), (r, c + 1) with c even (the
+            # m16n8 C layout): one 8-byte store per pair; C even, so c < C covers
+            # c + 1 too
+            st2 = cute.make_copy_atom(cute.nvgpu.CopyUniversalOp(), f32, num_bits_per_copy=64)
+            mYv = cute.zipped_divide(mY, (1, 2))
+            ypair = cute.make_rmem_tensor(cute.make_layout(2), f32)
+            for k in cutlass.range_constexpr(cute.size(accY) // 2):
+                r = tCcY[2 * k][0]
+                c = tCcY[2 * k][1]
+                for e in cutlass.range_constexpr(2):
+                    ypair[e] = cute.arch.fmax(
+                        accY[2 * k + e] + sB2[c + e] + sX[r, c + e].to(f32), f32(0.0)
+                    )
+                if r < nrows and c < C:
+                    dst = cute.make_tensor(
+                        mYv[(None, (row0 + r, c // 2))].iterator, cute.make_layout(2)
+                    )
+                    cute.copy(st2, ypair, dst)
+        else:
+            for i in cutlass.range_constexpr(cute.size(accY)):
+                r = tCcY[i][0]
+                c = tCcY[i][1]
+                yv = cute.arch.fmax(accY[i] + sB2[c] + sX[r, c].to(f32), f32(0.0))
+                if r < nrows and c < C:
+                    mY[row0 + r, c] = yv
 
     @cute.jit
     def chunk(self, ctx, mH, sX, sW1, sB1, sW2, sHall, accY, j, buf, hbuf):
@@ -590,7 +529,7 @@ class MlpKernel:
             # ---- GEMM1 chunk: acc1[tm, hc] = X[tm, cp] @ W1[cp, chunk]
             sB = cute.make_tensor(
                 sW1[None, None, buf].iterator,
-                cute.make_layout((hc, cp), stride=(1, hc + SMEM_PAD)),
+                cute.make_layout((hc, cp), stride=(1, hc + self.pad)),
             )
             acc1 = tiled_mma.make_fragment_C(tiled_mma.partition_shape_C((tm, hc)))
             acc1.fill(0.0)
@@ -627,7 +566,7 @@ class MlpKernel:
             # ---- GEMM2 chunk: accY[tm, cp] += H[tm, chunk] @ W2[chunk, cp]
             sB2v = cute.make_tensor(
                 sW2[None, None, buf].iterator,
-                cute.make_layout((cp, hc), stride=(1, cp + SMEM_PAD)),
+                cute.make_layout((cp, hc), stride=(1, cp + self.pad)),
             )
             self.mma(tiled_mma, thr_mma, thr_s2r_a, thr_s2r_b, sHall[None, None, hbuf], sB2v, accY)
 
@@ -675,8 +614,4 @@ class MlpKernel:
             cute.gemm(tiled_mma, acc, tCrA[None, None, k], tCrB[None, None, k], acc)
 
 
-def ceil_div(a: int, b: int) -> int:
-    return -(-a // b)
-
-
-__all__ = ["MlpKernel", "Plan", "ShapeError", "make_plan", "MODES", "ceil_div", "math"]
+__all__ = ["MlpKernel", "Plan", "SpecError", "MODES"]

@@ -6,14 +6,18 @@
  * projection, with either operand order for the adds) and extracts its weights; any other
  * graph is UNSUPPORTED with a message naming the first node that does not fit.
  *
- * rf_compile_package writes a package directory: weights/ (W1 [C,H] and W2 [H,C]
- * rounded to fp16, biases f32), the kernels (built by kernels/build.py, which this
- * function runs as a tool), and plan.json. Ownership: nothing is retained.
+ * rf_compile_package writes a package directory (rowfuse/plan.h): weights.bin, the
+ * kernels (built by kernels/build.py from the specification this code decides, run as a
+ * tool), and plan.json. src/compile is the only code that decides the plan and the only
+ * writer of plan.json. Ownership: nothing is retained.
  */
 #ifndef ROWFUSE_COMPILE_H
 #define ROWFUSE_COMPILE_H
 
+#include <stddef.h>
+
 #include "rowfuse/graph.h"
+#include "rowfuse/plan.h"
 #include "rowfuse/ref.h"
 #include "rowfuse/tensor.h"
 
@@ -33,50 +37,79 @@ typedef struct rf_mlp_block {
 
 rf_status_t rf_mlp_match(const rf_graph_t *graph, rf_mlp_block_t *out_block);
 
-/* The residual MLP block as a graph (MatMul + Add form), X [rows, C] fp16 the one input,
- * the weights constants (W1 [C,H], W2 [H,C] fp16 bit patterns; b1 [H], b2 [C] f32,
- * copied). The graph mixes an fp16 input with f32 biases, as the GPU plan does, so it is
- * for the reference interpreter (which infers its own shapes), not for the ONNX-level
- * shape inference or the verifier. *out_graph is the caller's. */
-rf_status_t rf_mlp_graph_create(rf_allocator_t allocator, int64_t rows, int64_t channels,
-                                int64_t hidden, const uint16_t *w1, const float *b1,
-                                const uint16_t *w2, const float *b2, rf_graph_t **out_graph);
+/* The block's constants in the kernels' layout: W1 [C,H] and W2 [H,C] fp16 bit patterns,
+ * b1 [H] and b2 [C] f32. Init-style (caller storage); arrays from the allocator. */
+typedef struct rf_mlp_weights {
+    int64_t channels, hidden;
+    uint16_t *w1, *w2;
+    float *b1, *b2;
+} rf_mlp_weights_t;
 
-/* The block's output for X [rows, C] (fp16 bit patterns) on the CPU reference interpreter
- * (f64 for RF_PRECISION_FP64, f32 for MIXED). *out_y is allocated with the allocator; free
- * it with rf_tensor_free. */
-rf_status_t rf_mlp_reference(rf_allocator_t allocator, rf_precision_t precision, int64_t rows,
-                             int64_t channels, int64_t hidden, const uint16_t *x,
-                             const uint16_t *w1, const float *b1, const uint16_t *w2,
-                             const float *b2, rf_tensor_t *out_y);
+/* The matched block's constants, transposed and rounded to the kernels' layout. */
+rf_status_t rf_mlp_weights_from_graph(rf_allocator_t allocator, const rf_graph_t *graph,
+                                      const rf_mlp_block_t *block, rf_mlp_weights_t *out_weights);
+/* Random constants for a synthetic block (rowfuse/mlp.h's generator and scales). */
+rf_status_t rf_mlp_weights_random(rf_allocator_t allocator, int64_t channels, int64_t hidden,
+                                  uint64_t seed, rf_mlp_weights_t *out_weights);
+void rf_mlp_weights_free(rf_allocator_t allocator, rf_mlp_weights_t *weights);
+
+/* Kernel-geometry choices the user may force; -1 (or 0 for tile_rows) means "decide". */
+typedef enum rf_grid_rule {
+    RF_GRID_AUTO = 0, /* balanced for persistent-smem (H200 run 4), smem for the others */
+    RF_GRID_SMEM,     /* blocks per SM from shared memory and threads */
+    RF_GRID_REGS,     /* ... and the kernel's registers (reported by the generator) */
+    RF_GRID_BALANCED  /* regs, then as few blocks as give each the same tile count */
+} rf_grid_rule_t;
 
 typedef struct rf_compile_options {
-    const char *model_path; /* recorded in plan.json */
-    const char *out_dir;
-    const char *schedule; /* persistent-smem | persistent-gmem | conventional */
-    int64_t rows;
-    int tile_rows;           /* 16, 32 or 64 */
-    const char *arch;        /* "sm_90a" */
+    const char *model;    /* recorded in plan.json */
+    const char *out_dir;  /* the package directory */
+    const char *schedule; /* "auto" or a schedule name (rowfuse/plan.h) */
+    int64_t rows;         /* the row count the plan is made for (any count runs) */
+    int tile_rows;        /* 0 = auto, else 16, 32 or 64 */
+    const char *target;   /* rf_target_lookup name, default "h200" */
+    int sm_count;         /* 0 = the target's */
+    int x_prefetch;       /* -1 auto (fused schedules from 1000 rows), 0, 1 */
+    int y_vec2;           /* -1 auto (persistent-smem), 0, 1 */
+    rf_grid_rule_t grid;
+    int ring, min_blocks;    /* experimental kernel variants (notes/kernels.md) */
+    int max_grid;            /* tests: cap blocks per launch (0 = none) */
     const char *python;      /* interpreter for the kernel generator, e.g. "python3" */
     const char *kernels_dir; /* folder holding build.py */
 } rf_compile_options_t;
 
-/* The scheduler: the schedule "auto" stands for at this block and row count, and why
- * (a static string). */
-const char *rf_schedule_choose(const rf_mlp_block_t *block, int64_t rows, const char **out_reason);
+void rf_compile_options_default(rf_compile_options_t *options);
 
-typedef struct rf_compile_result {
-    const char *schedule; /* static string: the schedule the plan runs */
-    const char *reason;   /* static string: why (the scheduler's rule, or the option) */
-    int64_t tile_rows;    /* the tile rows that schedule was built with */
-} rf_compile_result_t;
+/* The scheduler: the schedule "auto" stands for at this shape on this target, and why
+ * (written into out_reason, at most reason_size bytes). */
+rf_schedule_t rf_schedule_choose(int64_t rows, int64_t channels, int64_t hidden,
+                                 const rf_target_t *target, char *out_reason, size_t reason_size);
 
-/* Writes the package. With schedule "auto", records the scheduler's choice and reason;
- * with tile_rows 0, the tile rows the generator chose (read back from kernels.json).
- * out_result may be NULL. */
-rf_status_t rf_compile_package(const rf_graph_t *graph, const rf_mlp_block_t *block,
-                               const rf_compile_options_t *options,
-                               rf_compile_result_t *out_result);
+/* The geometry of one kernel (the generator builds exactly this). UNSUPPORTED with the
+ * reason when the shape does not fit the target (accumulator registers, shared memory). */
+rf_status_t rf_kernel_geometry(rf_kernel_mode_t mode, int channels, int hidden, int tile_rows,
+                               int x_prefetch, int split_w2, int y_vec2, int ring,
+                               const rf_target_t *target, rf_kernel_spec_t *out_spec);
+/* Resident blocks per SM of a kernel: shared memory and threads, and registers when
+ * count_registers (and the spec knows them). */
+int rf_kernel_blocks_per_sm(const rf_kernel_spec_t *spec, const rf_target_t *target,
+                            int count_registers);
+
+/* Every decision for the block (C, H from `weights`) at options->rows: the schedule and
+ * why, each package schedule's kernels (or why the shape rejects it), the target. Grid
+ * fields stay 0 until the generator has reported registers. No file is touched. */
+rf_status_t rf_compile_plan(int64_t channels, int64_t hidden, const rf_compile_options_t *options,
+                            rf_plan_t *out_plan);
+
+/* Makes the package: decides the plan, writes weights.bin and kernel_spec.json, runs the
+ * kernel generator (kernels/build.py) as a tool, reads back the facts it reports
+ * (kernels.json: registers, files), completes the grid rule and writes plan.json.
+ * *out_plan (may be NULL) receives the plan written. */
+rf_status_t rf_compile_package(const rf_mlp_weights_t *weights, const char *graph_hash,
+                               const rf_compile_options_t *options, rf_plan_t *out_plan);
+
+/* FNV-1a 64 of the weights and shape, as 16 hex digits (plan.json "graph_hash"). */
+void rf_mlp_weights_hash(const rf_mlp_weights_t *weights, char out_hex[17]);
 
 #ifdef __cplusplus
 }

@@ -1,24 +1,25 @@
 /* The C ABI between a compiled rowfuse package and the C runtime.
  *
- * `rowfuse compile` generates CuTe DSL kernels ahead of time for one (channels, hidden)
- * shape and links them, with a small generated C shim, into the package's shared library
- * (or objects the runtime links). The shim exports the functions below; the runtime
- * resolves them by name (dlsym) so packages and the runtime can be built separately.
+ * `rowfuse compile` has the CuTe DSL kernels of its plan generated ahead of time for one
+ * (channels, hidden) shape and linked, with the checked-in shim src/pkg/rf_pkg_shim.c
+ * (filled with the package's kernel table), into the package's librowfuse_pkg.so. The
+ * shim exports the functions below; the runtime resolves them by name (dlsym). The shim
+ * decides nothing: which kernels a schedule launches, in which order and on how many
+ * blocks is in plan.json (rowfuse/plan.h), which only the runtime reads.
  *
  * Block computed (M rows, C channels, H hidden):
  *   H = fp16(ReLU(X @ W1 + b1));   Y = ReLU(H @ W2 + b2 + X)
  * Layouts (row-major, contiguous, device pointers):
  *   x [M, C] fp16, w1 [C, H] fp16, b1 [H] f32, w2 [H, C] fp16, b2 [C] f32, y [M, C] f32,
- *   h [M, H] fp16 scratch: required by schedules that route H through global memory
- *   ("persistent-gmem", "conventional"), ignored by "persistent-smem".
+ *   h [M, H] fp16 scratch: required by kernels that route H through global memory
+ *   (modes fused_gmem, proj1, proj2), ignored by fused_smem.
  *
- * Return values are CUDA driver/runtime error numbers (0 = success); the runtime turns
- * them into statuses with the CUDA error name. rf_pkg_launch returns cudaErrorNotReady
- * (600) before rf_pkg_init, and cudaErrorInvalidValue (1) for an unknown schedule, a NULL
- * pointer the schedule needs, a pointer not 16-byte aligned, rows < 0, or
- * rows * max(channels, hidden) > INT32_MAX. Rows may be 0 (one empty launch per kernel).
- * Launch functions only enqueue work on the given stream (a cudaStream_t / CUstream passed
- * as void*), so they can be captured into a CUDA Graph.
+ * Return values are CUDA error numbers (0 = success); the runtime turns them into
+ * statuses with the CUDA error name. rf_pkg_launch returns cudaErrorNotReady (600) before
+ * rf_pkg_init, and cudaErrorInvalidValue (1) for a kernel index out of range, a NULL
+ * pointer the kernel needs, a pointer not 16-byte aligned, rows < 0, grid < 1, or
+ * rows * max(channels, hidden) > INT32_MAX. Launches only enqueue work on the given
+ * stream (a cudaStream_t passed as void*), so they can be captured into a CUDA Graph.
  */
 #ifndef ROWFUSE_KERNEL_ABI_H
 #define ROWFUSE_KERNEL_ABI_H
@@ -29,7 +30,7 @@
 extern "C" {
 #endif
 
-#define RF_KERNEL_ABI_VERSION 1
+#define RF_KERNEL_ABI_VERSION 2
 
 typedef struct rf_mlp_args {
     const void *x;
@@ -46,13 +47,15 @@ typedef struct rf_mlp_args {
 typedef int (*rf_pkg_abi_version_fn)(void); /* "rf_pkg_abi_version" */
 typedef int (*rf_pkg_channels_fn)(void);    /* "rf_pkg_channels" */
 typedef int (*rf_pkg_hidden_fn)(void);      /* "rf_pkg_hidden" */
-/* Number of kernels one launch of `schedule` enqueues (1 or 2), or -1 if the package
- * does not contain that schedule. Used to check captured graphs. "rf_pkg_kernel_count" */
-typedef int (*rf_pkg_kernel_count_fn)(const char *schedule);
-/* Loads modules / sets attributes once, outside any capture. "rf_pkg_init" */
+/* Kernels in the library, in plan.json's "kernels" order. "rf_pkg_kernel_count" */
+typedef int (*rf_pkg_kernel_count_fn)(void);
+/* Entry name of kernel `index` (plan.json's kernel name), NULL out of range.
+ * "rf_pkg_kernel_name" */
+typedef const char *(*rf_pkg_kernel_name_fn)(int index);
+/* Loads every kernel's module once, outside any capture. "rf_pkg_init" */
 typedef int (*rf_pkg_init_fn)(void);
-/* Enqueues `schedule` on `stream`. "rf_pkg_launch" */
-typedef int (*rf_pkg_launch_fn)(const char *schedule, const rf_mlp_args_t *args, void *stream);
+/* Enqueues kernel `index` on `stream` with `grid` blocks. "rf_pkg_launch" */
+typedef int (*rf_pkg_launch_fn)(int index, const rf_mlp_args_t *args, int32_t grid, void *stream);
 
 #ifdef __cplusplus
 }

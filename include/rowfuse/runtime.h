@@ -6,8 +6,8 @@
  *   H [M,H] fp16 scratch (used by schedules that route H through global memory).
  *
  * Pieces:
- *   rf_pkg_t       a package directory made by `rowfuse compile`: plan.json, the kernels'
- *                  shared library (kernel_abi.h) and the weights as .npy files.
+ *   rf_pkg_t       a package directory made by `rowfuse compile`: plan.json (rowfuse/plan.h),
+ *                  the kernels' shared library (kernel_abi.h) and weights.bin.
  *   rf_variant_t   one way to enqueue the block on a stream: a package schedule
  *                  ("persistent-smem", "persistent-gmem", "conventional") or the vendor
  *                  baseline "cublaslt" (cuBLASLt matmuls with epilogues, see cublaslt.c).
@@ -37,6 +37,7 @@
 
 #include "rowfuse/alloc.h"
 #include "rowfuse/kernel_abi.h"
+#include "rowfuse/plan.h"
 #include "rowfuse/status.h"
 #include "rowfuse/tensor.h"
 
@@ -95,10 +96,12 @@ rf_status_t rf_mlp_buffers_download_y(const rf_mlp_buffers_t *buffers, float *ou
 
 typedef struct rf_pkg rf_pkg_t;
 
-/* Loads a package directory: parses plan.json, dlopens its kernel library, checks the
- * ABI version and that channels/hidden agree between plan and library, and calls
- * rf_pkg_init (which needs a GPU: without one this is RF_CODE_NO_DEVICE). Weights
- * named in plan.json are read lazily by rf_pkg_weight. Errors name the file and field. */
+/* Loads a package directory: reads plan.json (a plan of another version is UNSUPPORTED),
+ * dlopens its kernel library, checks the ABI version and that the library holds the
+ * plan's kernels for its shape, that the device has the SM count the plan's grid rule
+ * assumes (MISMATCH otherwise), and calls rf_pkg_init (which needs a GPU: without one this
+ * is RF_CODE_NO_DEVICE). Weights are read lazily by rf_pkg_weight. Errors name the file
+ * and field. */
 rf_status_t rf_pkg_load(rf_allocator_t allocator, const char *dir, rf_pkg_t **out_pkg);
 /* Same, but only parses plan.json and resolves the library; no CUDA call is made.
  * Used by tools that inspect packages without a GPU. */
@@ -111,9 +114,11 @@ int64_t rf_pkg_hidden(const rf_pkg_t *pkg);
 int64_t rf_pkg_rows(const rf_pkg_t *pkg);         /* rows the plan was made for */
 int64_t rf_pkg_tile_rows(const rf_pkg_t *pkg);    /* 0 if the plan does not say */
 const char *rf_pkg_schedule(const rf_pkg_t *pkg); /* the scheduler's choice */
+/* The package's whole contract, as read from plan.json (lent). */
+const rf_plan_t *rf_pkg_plan(const rf_pkg_t *pkg);
 /* Kernels one launch of `schedule` enqueues (>= 1), or -1 if the package lacks it. */
 int rf_pkg_kernel_count(const rf_pkg_t *pkg, const char *schedule);
-/* Reads weight `name` ("w1", "b1", "w2", "b2") named in plan.json's "weights" into
+/* Reads weight `name` ("w1", "b1", "w2", "b2") from weights.bin, where plan.json says, into
  * *out_tensor (init-style; free with rf_tensor_free and the package's allocator).
  * RF_CODE_NOT_FOUND if plan.json does not name it. */
 rf_status_t rf_pkg_weight(const rf_pkg_t *pkg, const char *name, rf_tensor_t *out_tensor);
@@ -123,10 +128,6 @@ rf_status_t rf_pkg_upload_weights(const rf_pkg_t *pkg, rf_mlp_buffers_t *buffers
 /* ---- variants ---- */
 
 typedef struct rf_variant rf_variant_t;
-
-/* Schedule names rowfuse knows, in report order; "cublaslt" is the vendor baseline. */
-#define RF_SCHEDULE_COUNT 4
-extern const char *const rf_schedule_names[RF_SCHEDULE_COUNT];
 
 /* A package schedule. RF_CODE_NOT_FOUND if the package does not contain it. "cublaslt"
  * (which a plan may choose) gives the cuBLASLt variant for the package's shape. */

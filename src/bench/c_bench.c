@@ -9,8 +9,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "bench/mlp_data.h"
 #include "rowfuse/json.h"
+#include "rowfuse/mlp.h"
 #include "rowfuse/runtime.h"
 
 int rf_bench_empty_launch(void *stream); /* empty.cu */
@@ -32,7 +32,7 @@ typedef struct rf_bench_cvar {
 
 void rf_bench_c_options_default(rf_bench_c_options_t *o) {
     memset(o, 0, sizeof(*o));
-    o->tol = 1e-2;
+    o->tol = rf_mlp_tolerance_default();
     o->timing.rounds = 5;
     o->timing.observations = 200;
     o->timing.b2b_replays = 50;
@@ -111,10 +111,10 @@ static rf_status_t rf_bench_floor_capture(rf_bench_cvar_t *v, cudaStream_t s) {
 /* ---- check: poison, replay, compare ---- */
 
 static rf_status_t rf_bench_check(rf_allocator_t a, rf_bench_cvar_t *v, rf_mlp_buffers_t *b,
-                                  const rf_bench_mlp_data_t *d, double tol, cudaStream_t s) {
+                                  const rf_mlp_case_t *d, const rf_mlp_tolerance_t *tol,
+                                  cudaStream_t s) {
     size_t n = (size_t)d->rows * (size_t)d->channels;
     float *y = NULL;
-    int finite = 0;
     RF_RETURN_IF_ERROR_PLAIN(rf_alloc(a, n * sizeof(float), "Y copy", (void **)&y));
     rf_status_t st = rf_mlp_buffers_poison(b, (void *)s);
     if (!st)
@@ -124,18 +124,14 @@ static rf_status_t rf_bench_check(rf_allocator_t a, rf_bench_cvar_t *v, rf_mlp_b
     if (!st)
         st = rf_mlp_buffers_download_y(b, y);
     if (!st) {
-        v->rel_l2 = rf_bench_rel_l2(y, d->y_ref, n, &finite);
-        v->max_abs = 0.0;
-        for (size_t i = 0; finite && i < n; i++) {
-            double e = fabs((double)y[i] - d->y_ref[i]);
-            v->max_abs = e > v->max_abs ? e : v->max_abs;
-        }
-        if (!finite)
-            st = RF_ERR(RF_CODE_MISMATCH, "replay left non-finite values in Y (the poisoned "
-                                          "output was not fully written)");
-        else if (!(v->rel_l2 <= tol))
-            st =
-                RF_ERR(RF_CODE_MISMATCH, "rel. L2 error %.3g exceeds tolerance %g", v->rel_l2, tol);
+        rf_mlp_compare_result_t c;
+        char why[256];
+        rf_mlp_compare(y, d->ref, n, tol, &c);
+        v->rel_l2 = c.rel_l2;
+        v->max_abs = c.max_abs;
+        rf_mlp_compare_describe(&c, d->channels, why, sizeof why);
+        if (!c.passed)
+            st = RF_ERR(RF_CODE_MISMATCH, "replay into a NaN-poisoned Y: %s", why);
     }
     rf_free(a, y);
     return st;
@@ -205,8 +201,8 @@ static void rf_bench_json_variant(rf_json_writer_t *w, const rf_bench_cvar_t *v,
 }
 
 static rf_status_t rf_bench_write_json(FILE *f, const rf_bench_c_options_t *o,
-                                       const rf_device_info_t *info, const rf_bench_mlp_data_t *d,
-                                       rf_bench_cvar_t *vars, int nvars,
+                                       const rf_device_info_t *info, const rf_mlp_case_t *d,
+                                       const rf_pkg_t *pkg, rf_bench_cvar_t *vars, int nvars,
                                        const rf_bench_timing_t *timings, const int *timing_of) {
     rf_json_writer_t w;
     char date[32];
@@ -241,7 +237,10 @@ static rf_status_t rf_bench_write_json(FILE *f, const rf_bench_c_options_t *o,
     rf_json_key_int(&w, "b2b_replays", o->timing.b2b_replays);
     rf_json_key_int(&w, "b2b_samples", o->timing.b2b_samples);
     rf_json_key_int(&w, "span_replays", o->timing.span_replays);
-    rf_json_key_double(&w, "tolerance_rel_l2", o->tol);
+    rf_json_key_double(&w, "tolerance_rel_l2", o->tol.rel_l2);
+    rf_json_key_double(&w, "tolerance_atol", o->tol.atol);
+    rf_json_key_double(&w, "tolerance_rtol", o->tol.rtol);
+    rf_json_key_string(&w, "reference", "CPU interpreter, mixed precision (H rounded to fp16)");
     rf_json_key_string(&w, "event", "CUDA events around one cudaGraphLaunch / eager launch");
     rf_json_key_string(&w, "host", "CLOCK_MONOTONIC from before the launch to after sync");
     rf_json_key_string(&w, "span", "CUPTI concurrent-kernel records: first start to last end");
@@ -256,11 +255,17 @@ static rf_status_t rf_bench_write_json(FILE *f, const rf_bench_c_options_t *o,
     rf_json_key_int(&w, "hidden", d->hidden);
     rf_json_object_end(&w);
     rf_json_key_int(&w, "seed", (int64_t)o->seed);
+    rf_json_key(&w, "plan");
+    rf_json_object_begin(&w);
+    rf_json_key_string(&w, "schedule", rf_pkg_schedule(pkg));
+    rf_json_key_string(&w, "reason", rf_pkg_plan(pkg)->reason);
+    rf_json_key_int(&w, "tile_rows", rf_pkg_tile_rows(pkg));
+    rf_json_object_end(&w);
     rf_json_key(&w, "variants");
     rf_json_array_begin(&w);
     for (int i = 0; i < nvars; i++)
         rf_bench_json_variant(&w, &vars[i], timing_of[i] >= 0 ? &timings[timing_of[i]] : NULL,
-                              o->tol);
+                              o->tol.rel_l2);
     rf_json_array_end(&w);
     rf_json_object_end(&w);
     rf_json_array_end(&w);
@@ -270,12 +275,16 @@ static rf_status_t rf_bench_write_json(FILE *f, const rf_bench_c_options_t *o,
 
 /* ---- the run ---- */
 
-static const char *const rf_bench_c_names[RF_BENCH_MAX_VARIANTS][2] = {
-    {"empty", "empty kernel (floor)"},
-    {"conventional", "conventional CuTe + graph"},
-    {"persistent-smem", "persistent-smem + graph"},
-    {"persistent-gmem", "persistent-gmem + graph"},
-    {"cublaslt", "cuBLASLt (C) + graph"},
+/* The floor, then every schedule in the plan's table (-1: the floor). */
+static const struct {
+    int schedule;
+    const char *label;
+} rf_bench_c_variants[RF_BENCH_MAX_VARIANTS] = {
+    {-1, "empty kernel (floor)"},
+    {RF_SCHEDULE_CONVENTIONAL, "conventional CuTe + graph"},
+    {RF_SCHEDULE_PERSISTENT_SMEM, "persistent-smem + graph"},
+    {RF_SCHEDULE_PERSISTENT_GMEM, "persistent-gmem + graph"},
+    {RF_SCHEDULE_CUBLASLT, "cuBLASLt (C) + graph"},
 };
 
 static void rf_bench_record_error(rf_bench_cvar_t *v, rf_status_t st) {
@@ -288,7 +297,7 @@ static void rf_bench_record_error(rf_bench_cvar_t *v, rf_status_t st) {
 rf_status_t rf_bench_c_run(rf_allocator_t a, const rf_bench_c_options_t *o, FILE *json_out) {
     rf_device_info_t info;
     rf_pkg_t *pkg = NULL;
-    rf_bench_mlp_data_t *d = NULL;
+    rf_mlp_case_t d = {0};
     rf_mlp_buffers_t bufs;
     int have_bufs = 0;
     void *stream = NULL;
@@ -314,18 +323,19 @@ rf_status_t rf_bench_c_run(rf_allocator_t a, const rf_bench_c_options_t *o, FILE
     int64_t C = rf_pkg_channels(pkg), H = rf_pkg_hidden(pkg);
     rf_bench_say(o, "%lldx%lldx%lld: package %s, seed %llu", (long long)rows, (long long)C,
                  (long long)H, o->pkg_dir, (unsigned long long)o->seed);
-    if ((st = rf_bench_mlp_data_create(a, rows, C, H, o->seed, &d)) ||
+    if ((st = rf_mlp_case_create(a, rows, C, H, o->seed, 1, &d)) ||
         (st = rf_mlp_buffers_alloc(rows, C, H, &bufs)))
         goto done;
     have_bufs = 1;
-    if ((st = rf_mlp_buffers_upload(&bufs, d->x, d->w1, d->b1, d->w2, d->b2)) ||
+    if ((st = rf_mlp_buffers_upload(&bufs, d.x, d.w1, d.b1, d.w2, d.b2)) ||
         (st = rf_stream_create(&stream)))
         goto done;
 
     for (int i = 0; i < RF_BENCH_MAX_VARIANTS; i++) {
         rf_bench_cvar_t *v = &vars[i];
-        v->name = rf_bench_c_names[i][0];
-        v->label = rf_bench_c_names[i][1];
+        int sched = rf_bench_c_variants[i].schedule;
+        v->name = sched < 0 ? "empty" : rf_schedule_name((rf_schedule_t)sched);
+        v->label = rf_bench_c_variants[i].label;
         v->args = &bufs.args;
         v->ok = 1;
         rf_status_t vs;
@@ -333,8 +343,7 @@ rf_status_t rf_bench_c_run(rf_allocator_t a, const rf_bench_c_options_t *o, FILE
             vs = rf_bench_floor_capture(v, (cudaStream_t)stream);
         } else {
             v->has_output = 1;
-            vs = i == 4 ? rf_variant_create_cublaslt(a, C, H, &v->variant)
-                        : rf_variant_create_pkg(a, pkg, v->name, &v->variant);
+            vs = rf_variant_create_pkg(a, pkg, v->name, &v->variant);
             for (int k = 0; !vs && k < 3; k++) /* warm up outside capture */
                 vs = rf_variant_launch(v->variant, &bufs.args, stream);
             if (!vs)
@@ -343,7 +352,7 @@ rf_status_t rf_bench_c_run(rf_allocator_t a, const rf_bench_c_options_t *o, FILE
                 vs = rf_exec_capture(a, v->variant, &bufs.args, stream, &v->exec);
             if (!vs) {
                 v->kernel_nodes = rf_exec_kernel_nodes(v->exec);
-                vs = rf_bench_check(a, v, &bufs, d, o->tol, (cudaStream_t)stream);
+                vs = rf_bench_check(a, v, &bufs, &d, &o->tol, (cudaStream_t)stream);
             }
         }
         if (vs) {
@@ -376,8 +385,8 @@ rf_status_t rf_bench_c_run(rf_allocator_t a, const rf_bench_c_options_t *o, FILE
                      t->have_span ? t->span.median : NAN, t->graph_event.median,
                      t->graph_host.median, t->b2b.median);
     }
-    st =
-        rf_bench_write_json(json_out, o, &info, d, vars, RF_BENCH_MAX_VARIANTS, timings, timing_of);
+    st = rf_bench_write_json(json_out, o, &info, &d, pkg, vars, RF_BENCH_MAX_VARIANTS, timings,
+                             timing_of);
 done:
     for (int i = 0; i < RF_BENCH_MAX_VARIANTS; i++) {
         rf_exec_destroy(vars[i].exec);
@@ -391,7 +400,7 @@ done:
         rf_stream_destroy(stream);
     if (have_bufs)
         rf_mlp_buffers_free(&bufs);
-    rf_bench_mlp_data_destroy(d);
+    rf_mlp_case_free(a, &d);
     rf_pkg_destroy(pkg);
     return st;
 }

@@ -21,6 +21,7 @@
 
 #include "bench/harness.h"
 #include "rowfuse/alloc.h"
+#include "rowfuse/mlp.h"
 #include "rowfuse/status.h"
 
 #ifdef __cplusplus
@@ -31,7 +32,7 @@ typedef struct rf_bench_c_options {
     const char *pkg_dir;
     int64_t rows;             /* 0: the rows the package was planned for */
     uint64_t seed;            /* recorded in the JSON */
-    double tol;               /* rel. L2 tolerance of the check (1e-2) */
+    rf_mlp_tolerance_t tol;   /* the check's tolerances (rf_mlp_tolerance_default) */
     const char *git_revision; /* recorded; NULL -> "unknown" */
     rf_bench_options_t timing;
     void (*progress)(void *ctx, const char *line);
@@ -39,7 +40,7 @@ typedef struct rf_bench_c_options {
 } rf_bench_c_options_t;
 
 /* Fills the defaults of BENCHMARKING.md: 5 rounds x 200, 50 replays x 20 b2b samples,
- * 20 span replays, tolerance 1e-2. */
+ * 20 span replays, rf_mlp_tolerance_default(). */
 void rf_bench_c_options_default(rf_bench_c_options_t *options);
 
 /* Runs the whole benchmark and writes the JSON document to `json_out` (lent). */

@@ -18,7 +18,7 @@
 
 #include <cuda_runtime.h>
 
-#include "bench/stats.h"
+#include "base/stats.h"
 #include "rowfuse/alloc.h"
 #include "rowfuse/status.h"
 

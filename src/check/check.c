@@ -8,145 +8,33 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "rowfuse/compile.h"
-#include "rowfuse/graph.h"
 #include "rowfuse/json.h"
-#include "rowfuse/ref.h"
-#include "rowfuse/tensor.h"
+#include "rowfuse/mlp.h"
 
 void rf_check_options_default(rf_check_options_t *o) {
+    rf_mlp_tolerance_t tol = rf_mlp_tolerance_default();
     memset(o, 0, sizeof(*o));
     o->seed = 1;
-    o->rel_l2_tol = 1e-3;
-    o->atol = 1e-2;
-    o->rtol = 1e-2;
+    o->rel_l2_tol = tol.rel_l2;
+    o->atol = tol.atol;
+    o->rtol = tol.rtol;
 }
 
-/* ---- random inputs ---- */
+/* ---- comparing: the one rule of rowfuse/mlp.h ---- */
 
-typedef struct rng {
-    uint64_t s;
-} rng_t;
-
-static uint64_t rng_next(rng_t *r) { /* splitmix64 */
-    uint64_t z = (r->s += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-}
-
-/* Uniform in [-a, a], never exactly zero after rounding to fp16 (zeros could hide a
- * kernel that skips work). */
-static double rng_uniform(rng_t *r, double a) {
-    double u = (double)(rng_next(r) >> 11) * (1.0 / 9007199254740992.0); /* [0, 1) */
-    double v = (2.0 * u - 1.0) * a;
-    if (fabs(v) < a * 1e-3)
-        v = v < 0 ? -a * 1e-3 : a * 1e-3;
-    return v;
-}
-
-typedef struct check_case {
-    int64_t m, c, h;
-    uint64_t seed;
-    uint16_t *x, *w1, *w2;
-    float *b1, *b2;
-    float *ref; /* [m, c] from rf_ref_run, mixed precision */
-} check_case_t;
-
-static void case_free(rf_allocator_t a, check_case_t *k) {
-    rf_free(a, k->x);
-    rf_free(a, k->w1);
-    rf_free(a, k->w2);
-    rf_free(a, k->b1);
-    rf_free(a, k->b2);
-    rf_free(a, k->ref);
-    memset(k, 0, sizeof(*k));
-}
-
-static rf_status_t case_make(rf_allocator_t a, int64_t m, int64_t c, int64_t h, uint64_t seed,
-                             check_case_t *k) {
-    rng_t r = {seed};
-    rf_status_t st;
-    double s1 = 3.0 / sqrt((double)c), s2 = 3.0 / sqrt((double)h);
-    memset(k, 0, sizeof(*k));
-    k->m = m;
-    k->c = c;
-    k->h = h;
-    k->seed = seed;
-    if ((st = rf_alloc(a, (size_t)(m * c) * 2, "X", (void **)&k->x)) ||
-        (st = rf_alloc(a, (size_t)(c * h) * 2, "W1", (void **)&k->w1)) ||
-        (st = rf_alloc(a, (size_t)(h * c) * 2, "W2", (void **)&k->w2)) ||
-        (st = rf_alloc(a, (size_t)h * 4, "b1", (void **)&k->b1)) ||
-        (st = rf_alloc(a, (size_t)c * 4, "b2", (void **)&k->b2)) ||
-        (st = rf_alloc(a, (size_t)(m * c) * 4, "reference Y", (void **)&k->ref))) {
-        case_free(a, k);
-        return st;
-    }
-    for (int64_t i = 0; i < m * c; i++)
-        k->x[i] = rf_f32_to_f16((float)rng_uniform(&r, 1.0));
-    for (int64_t i = 0; i < c * h; i++)
-        k->w1[i] = rf_f32_to_f16((float)rng_uniform(&r, s1));
-    for (int64_t i = 0; i < h; i++)
-        k->b1[i] = (float)rng_uniform(&r, 0.5);
-    for (int64_t i = 0; i < h * c; i++)
-        k->w2[i] = rf_f32_to_f16((float)rng_uniform(&r, s2));
-    for (int64_t i = 0; i < c; i++)
-        k->b2[i] = (float)rng_uniform(&r, 0.5);
-    return RF_OK;
-}
-
-static rf_status_t case_reference(rf_allocator_t a, check_case_t *k) {
-    rf_tensor_t out;
-    RF_RETURN_IF_ERROR_PLAIN(rf_mlp_reference(a, RF_PRECISION_MIXED, k->m, k->c, k->h, k->x, k->w1,
-                                              k->b1, k->w2, k->b2, &out));
-    if (out.dtype != RF_DTYPE_F32 || out.nbytes != (size_t)(k->m * k->c) * 4) {
-        rf_tensor_free(a, &out);
-        return RF_ERR(RF_CODE_INTERNAL,
-                      "the CPU reference returned %s of %zu bytes, expected "
-                      "f32 [%lld, %lld]",
-                      rf_dtype_name(out.dtype), out.nbytes, (long long)k->m, (long long)k->c);
-    }
-    memcpy(k->ref, out.data, out.nbytes);
-    rf_tensor_free(a, &out);
-    return RF_OK;
-}
-
-/* ---- comparing ---- */
-
-static void compare(const rf_check_options_t *o, const check_case_t *k, const float *y,
+static void compare(const rf_check_options_t *o, const rf_mlp_case_t *k, const float *y,
                     rf_check_result_t *r) {
-    double num = 0.0, den = 0.0, worst_d = -1.0;
-    int64_t n = k->m * k->c, first_bad = -1, worst = -1;
-    r->nonfinite = 0;
-    r->out_of_tol = 0;
-    r->max_abs = 0.0;
-    for (int64_t i = 0; i < n; i++) {
-        double got = y[i], want = k->ref[i], d;
-        den += want * want;
-        if (!isfinite(got)) {
-            if (first_bad < 0)
-                first_bad = i;
-            r->nonfinite++;
-            continue;
-        }
-        d = fabs(got - want);
-        num += d * d;
-        if (d > o->atol + o->rtol * fabs(want))
-            r->out_of_tol++;
-        if (d > worst_d) {
-            worst_d = d;
-            worst = i;
-        }
-    }
-    /* The element reported is the first non-finite one if any, else the largest error. */
-    r->worst_index = first_bad >= 0 ? first_bad : worst;
-    if (r->worst_index >= 0) {
-        r->worst_got = y[r->worst_index];
-        r->worst_ref = k->ref[r->worst_index];
-    }
-    r->max_abs = worst_d > 0.0 ? worst_d : 0.0;
-    r->rel_l2 = den > 0.0 ? sqrt(num / den) : sqrt(num);
-    r->passed = r->nonfinite == 0 && r->out_of_tol == 0 && r->rel_l2 <= o->rel_l2_tol;
+    rf_mlp_tolerance_t tol = {o->rel_l2_tol, o->atol, o->rtol};
+    rf_mlp_compare_result_t c;
+    rf_mlp_compare(y, k->ref, (size_t)(k->rows * k->channels), &tol, &c);
+    r->passed = c.passed;
+    r->nonfinite = c.nonfinite;
+    r->out_of_tol = c.out_of_tol;
+    r->max_abs = c.max_abs;
+    r->rel_l2 = c.rel_l2;
+    r->worst_index = c.worst_index;
+    r->worst_got = c.worst_got;
+    r->worst_ref = c.worst_ref;
 }
 
 /* ---- running one variant ---- */
@@ -159,8 +47,8 @@ static void set_error(rf_check_result_t *r, rf_status_t st) {
 }
 
 static rf_status_t run_variant(rf_allocator_t a, const rf_check_options_t *o, rf_variant_t *v,
-                               const check_case_t *k, rf_mlp_buffers_t *buf, void *stream, float *y,
-                               rf_check_result_t *r) {
+                               const rf_mlp_case_t *k, rf_mlp_buffers_t *buf, void *stream,
+                               float *y, rf_check_result_t *r) {
     rf_exec_t *e = NULL;
     rf_status_t st;
     (void)a;
@@ -247,16 +135,14 @@ static rf_status_t record_error(job_t *j, const char *pkg, const char *variant, 
 /* Runs `variants` (n of them; NULL entries are skipped) at rows m of (c, h). */
 static rf_status_t run_shape(job_t *j, const char *pkg, rf_variant_t *const *variants, int n,
                              int64_t m, int64_t c, int64_t h) {
-    check_case_t k;
+    rf_mlp_case_t k;
     rf_mlp_buffers_t buf;
     float *y = NULL;
     uint64_t seed = j->o->seed * 1000003ull + j->next_seed++;
     rf_status_t st;
     rf_check_result_t *r;
     memset(&buf, 0, sizeof(buf));
-    st = case_make(j->a, m, c, h, seed, &k);
-    if (!st)
-        st = case_reference(j->a, &k);
+    st = rf_mlp_case_create(j->a, m, c, h, seed, 1, &k);
     if (!st)
         st = rf_alloc(j->a, (size_t)(m * c) * 4, "Y copy", (void **)&y);
     if (!st)
@@ -280,7 +166,7 @@ static rf_status_t run_shape(job_t *j, const char *pkg, rf_variant_t *const *var
     }
     rf_mlp_buffers_free(&buf);
     rf_free(j->a, y);
-    case_free(j->a, &k);
+    rf_mlp_case_free(j->a, &k);
     if (st && rf_status_code(st) == RF_CODE_NO_DEVICE)
         return st;
     rf_status_free(st);
@@ -302,11 +188,11 @@ static rf_status_t run_package(job_t *j, const char *dir) {
     c = rf_pkg_channels(pkg);
     h = rf_pkg_hidden(pkg);
     for (int i = 0; i < RF_SCHEDULE_COUNT; i++) {
-        const char *name = rf_schedule_names[i];
+        const char *name = rf_schedule_name((rf_schedule_t)i);
         if (!wanted(o, name))
             continue;
         /* rf_variant_create_pkg gives the cuBLASLt variant for "cublaslt". */
-        if (strcmp(name, "cublaslt") == 0 || rf_pkg_kernel_count(pkg, name) >= 1)
+        if (i == RF_SCHEDULE_CUBLASLT || rf_pkg_kernel_count(pkg, name) >= 1)
             st = rf_variant_create_pkg(j->a, pkg, name, &variants[i]);
         if (st && (st = record_error(j, dir, name, 0, c, h, st)))
             break;
@@ -356,11 +242,13 @@ rf_status_t rf_check_run(rf_allocator_t a, const rf_check_options_t *o,
     for (int s = 0; s < o->n_shapes && !st; s++) {
         const rf_check_shape_t *sh = &o->shapes[s];
         rf_variant_t *v = NULL;
-        if (sh->channels == 0 || shape_has_package(&j, sh) || !wanted(o, "cublaslt"))
+        if (sh->channels == 0 || shape_has_package(&j, sh) ||
+            !wanted(o, rf_schedule_name(RF_SCHEDULE_CUBLASLT)))
             continue;
         st = rf_variant_create_cublaslt(a, sh->channels, sh->hidden, &v);
         if (st) {
-            if ((st = record_error(&j, "", "cublaslt", sh->rows, sh->channels, sh->hidden, st)))
+            if ((st = record_error(&j, "", rf_schedule_name(RF_SCHEDULE_CUBLASLT), sh->rows,
+                                   sh->channels, sh->hidden, st)))
                 break;
             continue;
         }

@@ -1,8 +1,11 @@
-/* `rowfuse compile MODEL.onnx --rows N --schedule S [--tile-rows T] [--arch sm_90a] -o PKG`:
- * verifies the model, matches the residual MLP block and writes a GPU package. The
- * kernel generator is kernels/build.py (found through $RF_KERNELS_DIR, else next to the
- * executable's source tree, else ./kernels), run with $RF_PYTHON (default python3). */
+/* `rowfuse compile MODEL.onnx | --mlp RxCxH [--seed S] ... -o PKG`: the one path to a GPU
+ * package. For a model: verifies it and matches the residual MLP block; for --mlp: a
+ * synthetic block of that shape with seeded random weights (what the GPU checks and
+ * benchmarks use). Then src/compile decides the plan and writes the package. The kernel
+ * generator is kernels/build.py (found through $RF_KERNELS_DIR, else next to the source
+ * tree, else ./kernels), run with $RF_PYTHON (default python3). */
 #define _POSIX_C_SOURCE 200809L
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,70 +15,174 @@
 #include "paths.h"
 #include "rowfuse/compile.h"
 
-int rf_cmd_compile(int argc, char **argv) {
-    const char *model = NULL;
-    rf_compile_options_t o = {0};
-    o.schedule = "auto";
-    o.tile_rows = 0; /* auto */
-    o.arch = "sm_90a";
-    o.rows = -1;
+#define RF_COMPILE_USAGE                                                                           \
+    "usage: rowfuse compile (MODEL.onnx | --mlp ROWSxCHANNELSxHIDDEN [--seed S]) [--rows N] "      \
+    "[--schedule auto|NAME] [--tile-rows auto|16|32|64] [--target h200|h100-sxm|h100-pcie] "       \
+    "[--sms N] [--x-prefetch auto|on|off] [--y-vec2 auto|on|off] "                                 \
+    "[--grid auto|smem|regs|balanced] [--ring] [--min-blocks N] [--max-grid N] -o PKGDIR"
+
+typedef struct compile_args {
+    const char *model, *mlp;
+    uint64_t seed;
+    rf_compile_options_t o;
+} compile_args_t;
+
+static int parse_int(const char *s, long long lo, long long hi, long long *out) {
+    char *end;
+    long long v = strtoll(s, &end, 10);
+    if (end == s || *end || v < lo || v > hi)
+        return 0;
+    *out = v;
+    return 1;
+}
+
+static int parse_tri(const char *s, int *out) { /* auto|on|off -> -1|1|0 */
+    *out = !strcmp(s, "auto") ? -1 : !strcmp(s, "on") ? 1 : !strcmp(s, "off") ? 0 : -2;
+    return *out != -2;
+}
+
+static int parse_grid(const char *s, rf_grid_rule_t *out) {
+    static const char *const names[] = {"auto", "smem", "regs", "balanced"};
+    for (int i = 0; i < 4; i++)
+        if (!strcmp(s, names[i])) {
+            *out = (rf_grid_rule_t)i;
+            return 1;
+        }
+    return 0;
+}
+
+/* One option with its value; 0 when the option is unknown or the value bad. */
+static int parse_option(compile_args_t *c, const char *a, const char *v) {
+    rf_compile_options_t *o = &c->o;
+    long long n = 0;
+    int ok = 1;
+    if (!strcmp(a, "--rows"))
+        ok = parse_int(v, 1, RF_MAX_DIM, &n), o->rows = n;
+    else if (!strcmp(a, "--mlp"))
+        c->mlp = v;
+    else if (!strcmp(a, "--seed"))
+        ok = parse_int(v, 0, INT64_MAX, &n), c->seed = (uint64_t)n;
+    else if (!strcmp(a, "--schedule"))
+        o->schedule = v;
+    else if (!strcmp(a, "--tile-rows"))
+        ok = !strcmp(v, "auto") || (parse_int(v, 16, 64, &n) && (o->tile_rows = (int)n));
+    else if (!strcmp(a, "--target"))
+        o->target = v;
+    else if (!strcmp(a, "--sms"))
+        ok = parse_int(v, 1, 1024, &n), o->sm_count = (int)n;
+    else if (!strcmp(a, "--x-prefetch"))
+        ok = parse_tri(v, &o->x_prefetch);
+    else if (!strcmp(a, "--y-vec2"))
+        ok = parse_tri(v, &o->y_vec2);
+    else if (!strcmp(a, "--grid"))
+        ok = parse_grid(v, &o->grid);
+    else if (!strcmp(a, "--min-blocks"))
+        ok = parse_int(v, 0, 32, &n), o->min_blocks = (int)n;
+    else if (!strcmp(a, "--max-grid"))
+        ok = parse_int(v, 0, 1 << 30, &n), o->max_grid = (int)n;
+    else if (!strcmp(a, "-o") || !strcmp(a, "--output"))
+        o->out_dir = v;
+    else
+        return 0;
+    return ok;
+}
+
+static rf_status_t parse_args(int argc, char **argv, compile_args_t *c) {
+    memset(c, 0, sizeof *c);
+    rf_compile_options_default(&c->o);
+    c->seed = 1;
     for (int i = 0; i < argc; i++) {
         const char *a = argv[i];
-        int has = i + 1 < argc;
-        if (!strcmp(a, "--rows") && has) {
-            char *end;
-            o.rows = strtoll(argv[++i], &end, 10);
-            if (*end || end == argv[i])
-                o.rows = 0;
-        } else if (!strcmp(a, "--schedule") && has)
-            o.schedule = argv[++i];
-        else if (!strcmp(a, "--tile-rows") && has) {
-            const char *t = argv[++i];
-            o.tile_rows = !strcmp(t, "auto") ? 0 : atoi(t);
-            if (o.tile_rows == 0 && strcmp(t, "auto"))
-                o.tile_rows = -1;
-        } else if ((!strcmp(a, "--arch") || !strcmp(a, "--gpu-arch")) && has)
-            o.arch = argv[++i];
-        else if ((!strcmp(a, "-o") || !strcmp(a, "--output")) && has)
-            o.out_dir = argv[++i];
-        else if (a[0] != '-' && !model)
-            model = a;
+        if (!strcmp(a, "--ring"))
+            c->o.ring = 1;
+        else if (a[0] != '-' && !c->model)
+            c->model = a;
+        else if (i + 1 >= argc || !parse_option(c, a, argv[i + 1]))
+            return RF_ERR(RF_CODE_INVALID_ARGUMENT, "bad argument '%s%s%s'\n%s", a,
+                          i + 1 < argc ? " " : "", i + 1 < argc ? argv[i + 1] : "",
+                          RF_COMPILE_USAGE);
         else
-            return rf_cli_report("compile",
-                                 RF_ERR(RF_CODE_INVALID_ARGUMENT, "unexpected argument '%s'", a));
+            i++;
     }
-    if (!model || !o.out_dir)
-        return rf_cli_report("compile",
-                             RF_ERR(RF_CODE_INVALID_ARGUMENT,
-                                    "usage: rowfuse compile MODEL.onnx --rows N --schedule "
-                                    "persistent-smem|persistent-gmem|conventional -o PKGDIR"));
-    char kdir[4096];
-    rf_status_t st = rf_cli_find_dir("RF_KERNELS_DIR", "kernels", "build.py", kdir, sizeof kdir);
-    if (st)
-        return rf_cli_report("compile", st);
-    o.kernels_dir = kdir;
-    o.python = getenv("RF_PYTHON") && getenv("RF_PYTHON")[0] ? getenv("RF_PYTHON") : "python3";
-    o.model_path = model;
+    if (!!c->model == !!c->mlp || !c->o.out_dir)
+        return RF_ERR(RF_CODE_INVALID_ARGUMENT, "%s", RF_COMPILE_USAGE);
+    return RF_OK;
+}
 
-    rf_graph_t *g;
-    rf_contract_t *c;
-    st = rf_cli_load_verified(model, &g, &c);
-    if (st)
+/* The block's weights, hash and row count from the model or the --mlp shape. */
+static rf_status_t block_weights(compile_args_t *c, rf_mlp_weights_t *w, char hash[17],
+                                 char *model_desc, size_t desc_size) {
+    rf_allocator_t a = rf_allocator_system();
+    if (c->mlp) {
+        long long r, ch, h;
+        char tail;
+        if (sscanf(c->mlp, "%lldx%lldx%lld%c", &r, &ch, &h, &tail) != 3 || r < 1 || ch < 1 || h < 1)
+            return RF_ERR(RF_CODE_INVALID_ARGUMENT,
+                          "--mlp wants ROWSxCHANNELSxHIDDEN with each >= 1, not '%s'", c->mlp);
+        if (!c->o.rows)
+            c->o.rows = r;
+        snprintf(model_desc, desc_size, "mlp:%lldx%lldx%lld seed %" PRIu64, r, ch, h, c->seed);
+        RF_RETURN_IF_ERROR_PLAIN(rf_mlp_weights_random(a, ch, h, c->seed, w));
+    } else {
+        rf_graph_t *g;
+        rf_contract_t *ct;
+        rf_mlp_block_t block;
+        snprintf(model_desc, desc_size, "%s", c->model);
+        RF_RETURN_IF_ERROR_PLAIN(rf_cli_load_verified(c->model, &g, &ct));
+        rf_status_t st = rf_mlp_match(g, &block);
+        if (!st && !c->o.rows)
+            c->o.rows = block.rows;
+        if (!st)
+            st = rf_mlp_weights_from_graph(a, g, &block, w);
+        rf_contract_destroy(ct);
+        rf_graph_destroy(g);
+        RF_RETURN_IF_ERROR_PLAIN(st);
+    }
+    rf_mlp_weights_hash(w, hash);
+    return RF_OK;
+}
+
+static void print_plan(const rf_plan_t *p, const char *out_dir) {
+    printf("compiled %s: residual MLP %lldx%lldx%lld on %s (%d SMs) -> %s/\n", p->model,
+           (long long)p->rows, (long long)p->channels, (long long)p->hidden, p->target.name,
+           p->target.sm_count, out_dir);
+    printf("  schedule %s: %s\n", rf_schedule_name(p->schedule), p->reason);
+    for (int i = 0; i < p->kernel_count; i++) {
+        const rf_kernel_spec_t *k = &p->kernels[i];
+        printf("  kernel %s: %d threads, %d B smem, hidden chunk %d x%d, %d registers, %d "
+               "blocks/SM%s, grid %d at %lld rows\n",
+               k->name, rf_kernel_spec_threads(k), k->smem_bytes, k->hidden_chunk,
+               k->padded_hidden / k->hidden_chunk, k->registers, k->blocks_per_sm,
+               k->grid_balanced ? " (balanced)" : "", (int)rf_plan_grid(p, k, p->rows),
+               (long long)p->rows);
+    }
+    for (int s = 0; s < RF_SCHEDULE_COUNT; s++)
+        if (!p->schedules[s].available)
+            printf("  %s not in this package: %s\n", rf_schedule_name((rf_schedule_t)s),
+                   p->schedules[s].rejected);
+}
+
+int rf_cmd_compile(int argc, char **argv) {
+    compile_args_t c;
+    rf_mlp_weights_t w = {0};
+    char hash[17], desc[256], kdir[4096];
+    rf_status_t st = parse_args(argc, argv, &c);
+    if (!st)
+        st = rf_cli_find_dir("RF_KERNELS_DIR", "kernels", "build.py", kdir, sizeof kdir);
+    if (!st)
+        st = block_weights(&c, &w, hash, desc, sizeof desc);
+    if (st) {
+        rf_mlp_weights_free(rf_allocator_system(), &w);
         return rf_cli_report("compile", st);
-    rf_mlp_block_t block;
-    st = rf_mlp_match(g, &block);
-    if (!st && o.rows < 0)
-        o.rows = block.rows;
-    rf_compile_result_t res;
+    }
+    c.o.kernels_dir = kdir;
+    c.o.python = getenv("RF_PYTHON") && getenv("RF_PYTHON")[0] ? getenv("RF_PYTHON") : "python3";
+    c.o.model = desc;
+    rf_plan_t *plan = calloc(1, sizeof *plan);
+    st = plan ? rf_compile_package(&w, hash, &c.o, plan) : RF_ERR(RF_CODE_OUT_OF_MEMORY, "plan");
     if (!st)
-        st = rf_compile_package(g, &block, &o, &res);
-    if (!st)
-        printf("compiled %s: residual MLP C=%lld H=%lld, rows %lld, schedule %s (%s), tile %lld "
-               "rows%s, %s -> %s/\n",
-               model, (long long)block.channels, (long long)block.hidden, (long long)o.rows,
-               res.schedule, res.reason, (long long)res.tile_rows, o.tile_rows ? "" : " (auto)",
-               o.arch, o.out_dir);
-    rf_contract_destroy(c);
-    rf_graph_destroy(g);
+        print_plan(plan, c.o.out_dir);
+    free(plan);
+    rf_mlp_weights_free(rf_allocator_system(), &w);
     return rf_cli_report("compile", st);
 }

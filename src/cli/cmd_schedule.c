@@ -1,7 +1,6 @@
 /* `rowfuse schedule --rows M --channels C --hidden H`: prints what `--schedule auto` picks
  * for a residual MLP of that shape, and why (the cost model of src/compile/schedule.c),
- * as one line "schedule<TAB>reason". The report uses it to set the choice beside the
- * measured winner of each shape. */
+ * as one line "schedule<TAB>reason". */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,13 +28,12 @@ int rf_cmd_schedule(int argc, char **argv) {
         return rf_cli_report("schedule", RF_ERR(RF_CODE_INVALID_ARGUMENT,
                                                 "usage: rowfuse schedule --rows M --channels C "
                                                 "--hidden H"));
-    rf_mlp_block_t b;
-    memset(&b, 0, sizeof b);
-    b.rows = v[0];
-    b.channels = v[1];
-    b.hidden = v[2];
-    const char *reason;
-    const char *s = rf_schedule_choose(&b, b.rows, &reason);
-    printf("%s\t%s\n", s, reason);
+    rf_target_t t;
+    char reason[256];
+    rf_status_t st = rf_target_lookup("h200", &t);
+    if (st)
+        return rf_cli_report("schedule", st);
+    rf_schedule_t s = rf_schedule_choose(v[0], v[1], v[2], &t, reason, sizeof reason);
+    printf("%s\t%s\n", rf_schedule_name(s), reason);
     return 0;
 }

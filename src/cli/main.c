@@ -18,8 +18,8 @@ static const rf_cli_command_t rf_commands[] = {
      "run MODEL.onnx --input X.npy [--input ...] --output Y.npy [--output ...] --cpu "
      "[--precision fp64|mixed]"},
     {"compile", rf_cmd_compile,
-     "compile MODEL.onnx --rows N [--schedule auto|persistent-smem|persistent-gmem|"
-     "conventional] [--tile-rows auto|16|32|64] [--arch sm_90a] -o PKGDIR"},
+     "compile (MODEL.onnx | --mlp ROWSxCxH [--seed S]) [--rows N] [--schedule auto|NAME] "
+     "[--tile-rows auto|16|32|64] [--target h200] [--sms N] -o PKGDIR"},
     {"schedule", rf_cmd_schedule, "schedule --rows M --channels C --hidden H"},
     {"inspect", rf_cmd_inspect, "inspect PKGDIR [ARTIFACT] [--sass]"},
     {"check", rf_cmd_check, "check PKGDIR... (needs a GPU)"},

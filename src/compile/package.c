@@ -1,6 +1,7 @@
-/* Writes a GPU package (rowfuse/compile.h): weights as .npy in the plan's precision, the
- * kernels (kernels/build.py, run as a tool the way a compiler driver runs its assembler),
- * and plan.json tying them together. */
+/* Writes a GPU package (rowfuse/compile.h, rowfuse/plan.h): decides the plan, writes the
+ * weights and the generator's specification, runs the kernel generator as a tool (the
+ * way a compiler driver runs its assembler), reads back the facts it reports, completes
+ * the grid rule from them and writes plan.json. */
 #define _POSIX_C_SOURCE 200809L
 #include <cjson/cJSON.h>
 #include <errno.h>
@@ -10,11 +11,10 @@
 #include <sys/stat.h>
 
 #include "base/tool.h"
-#include "rowfuse/compile.h"
-#include "rowfuse/json.h"
+#include "compile/compile_internal.h"
 #include "rowfuse/tensor.h"
 
-static rf_status_t rf_mkdir_p(const char *path) {
+static rf_status_t mkdir_p(const char *path) {
     char buf[4096];
     size_t n = strlen(path);
     if (n == 0 || n >= sizeof buf)
@@ -33,205 +33,98 @@ static rf_status_t rf_mkdir_p(const char *path) {
     return RF_OK;
 }
 
-/* Writes constant `value` as a [rows, cols] tensor of dtype, transposing if asked. */
-static rf_status_t rf_write_weight(const rf_graph_t *g, int value, int transpose, rf_dtype_t dtype,
-                                   const char *path) {
-    const rf_value_t *v = rf_graph_value(g, value);
-    rf_allocator_t a = rf_allocator_system();
-    rf_shape_t shape = v->shape;
-    if (transpose) {
-        shape.dims[0] = v->shape.dims[1];
-        shape.dims[1] = v->shape.dims[0];
-    }
-    rf_tensor_t t;
-    RF_RETURN_IF_ERROR(rf_tensor_alloc(a, dtype, &shape, &t), "weight '%s'", v->name);
-    int64_t n;
-    rf_status_t st = rf_shape_numel(&shape, &n);
-    int64_t cols = shape.rank == 2 ? shape.dims[1] : n;
-    for (int64_t i = 0; !st && i < n; i++) {
-        int64_t src = i;
-        if (transpose) /* out[r, c] = in[c, r]; in has shape [cols, rows] */
-            src = (i % cols) * shape.dims[0] + i / cols;
-        double x = rf_value_get_f64(v, src);
-        if (dtype == RF_DTYPE_F16) {
-            uint16_t hbits = rf_f32_to_f16((float)x);
-            memcpy((char *)t.data + 2 * i, &hbits, 2);
-        } else {
-            float f = (float)x;
-            memcpy((char *)t.data + 4 * i, &f, 4);
-        }
-    }
-    if (!st)
-        st = rf_npy_write(path, &t);
-    rf_tensor_free(a, &t);
-    return st;
-}
-
-/* The tile rows the generator built `schedule` with (kernels.json, written by build.py). */
-static rf_status_t rf_read_tile_rows(const char *dir, const char *schedule, int64_t *out) {
+/* weights.bin: w1, b1, w2, b2, each at a 64-byte aligned offset; the plan records where. */
+static rf_status_t write_weights(const rf_mlp_weights_t *w, const char *dir, rf_plan_t *p) {
+    int64_t c = w->channels, h = w->hidden;
+    const void *data[RF_PLAN_WEIGHTS] = {w->w1, w->b1, w->w2, w->b2};
+    const rf_plan_weight_t layout[RF_PLAN_WEIGHTS] = {{"w1", RF_DTYPE_F16, 2, {c, h}, 0, c * h * 2},
+                                                      {"b1", RF_DTYPE_F32, 1, {h, 0}, 0, h * 4},
+                                                      {"w2", RF_DTYPE_F16, 2, {h, c}, 0, h * c * 2},
+                                                      {"b2", RF_DTYPE_F32, 1, {c, 0}, 0, c * 4}};
+    static const char zeros[64];
     char path[4096];
-    snprintf(path, sizeof path, "%s/kernels.json", dir);
-    FILE *f = fopen(path, "rb");
+    int64_t offset = 0;
+    snprintf(path, sizeof path, "%s/weights.bin", dir);
+    FILE *f = fopen(path, "wb");
     if (!f)
-        return RF_ERR(RF_CODE_NOT_FOUND, "the kernel generator wrote no '%s'", path);
-    char *text = NULL;
-    size_t n = 0, cap = 0;
-    rf_status_t st = RF_OK;
-    for (;;) {
-        if (n + 4096 + 1 > cap) {
-            char *grown = realloc(text, cap = 2 * cap + 8192);
-            if (!grown) {
-                st = RF_ERR(RF_CODE_OUT_OF_MEMORY, "reading '%s'", path);
-                break;
-            }
-            text = grown;
-        }
-        size_t got = fread(text + n, 1, 4096, f);
-        n += got;
-        if (got < 4096)
-            break;
+        return RF_ERR(RF_CODE_IO_ERROR, "cannot open '%s' for writing: %s", path, strerror(errno));
+    int ok = 1;
+    for (int i = 0; i < RF_PLAN_WEIGHTS; i++) {
+        int64_t pad = (64 - offset % 64) % 64;
+        ok = ok && fwrite(zeros, 1, (size_t)pad, f) == (size_t)pad;
+        offset += pad;
+        p->weights[i] = layout[i];
+        p->weights[i].offset = offset;
+        ok = ok && fwrite(data[i], 1, (size_t)layout[i].bytes, f) == (size_t)layout[i].bytes;
+        offset += layout[i].bytes;
     }
-    fclose(f);
-    cJSON *root = NULL;
-    if (!st) {
-        text[n] = '\0';
-        root = cJSON_Parse(text);
-        const cJSON *t = cJSON_GetObjectItemCaseSensitive(
-            cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(root, "schedules"),
-                                             schedule),
-            "tile_rows");
-        if (!cJSON_IsNumber(t))
-            st = RF_ERR(RF_CODE_PARSE_ERROR, "'%s' has no schedules.%s.tile_rows", path, schedule);
-        else
-            *out = (int64_t)t->valuedouble;
-    }
-    cJSON_Delete(root);
-    free(text);
-    return st;
+    if (fclose(f) != 0 || !ok)
+        return RF_ERR(RF_CODE_IO_ERROR, "error writing '%s'", path);
+    return RF_OK;
 }
 
-rf_status_t rf_compile_package(const rf_graph_t *g, const rf_mlp_block_t *b,
-                               const rf_compile_options_t *o, rf_compile_result_t *out_result) {
-    static const char *const schedules[] = {"persistent-smem", "persistent-gmem", "conventional",
-                                            "cublaslt"};
-    const char *schedule = o->schedule, *reason = "chosen with --schedule";
-    if (!strcmp(schedule, "auto"))
-        schedule = rf_schedule_choose(b, o->rows, &reason);
-    int known = 0;
-    for (size_t i = 0; i < sizeof schedules / sizeof schedules[0]; i++)
-        if (!strcmp(schedule, schedules[i])) {
-            schedule = schedules[i]; /* static storage for out_result */
-            known = 1;
-        }
-    if (!known)
-        return RF_ERR(RF_CODE_INVALID_ARGUMENT,
-                      "unknown schedule '%s' (persistent-smem, persistent-gmem, conventional, "
-                      "cublaslt, auto)",
-                      schedule);
-    if (o->tile_rows != 0 && o->tile_rows != 16 && o->tile_rows != 32 && o->tile_rows != 64)
-        return RF_ERR(RF_CODE_INVALID_ARGUMENT, "--tile-rows must be auto, 16, 32 or 64, not %d",
-                      o->tile_rows);
-    if (o->rows < 1 || o->rows > RF_MAX_DIM)
-        return RF_ERR(RF_CODE_INVALID_ARGUMENT, "--rows %lld outside 1..%lld", (long long)o->rows,
-                      (long long)RF_MAX_DIM);
-
-    char path[4096];
-    snprintf(path, sizeof path, "%s/weights", o->out_dir);
-    RF_RETURN_IF_ERROR_PLAIN(rf_mkdir_p(path));
-    struct {
-        const char *name;
-        int value, trans;
-        rf_dtype_t dtype;
-    } wts[4] = {{"w1", b->w1, b->w1_trans, RF_DTYPE_F16},
-                {"b1", b->b1, 0, RF_DTYPE_F32},
-                {"w2", b->w2, b->w2_trans, RF_DTYPE_F16},
-                {"b2", b->b2, 0, RF_DTYPE_F32}};
-    for (int i = 0; i < 4; i++) {
-        snprintf(path, sizeof path, "%s/weights/%s.npy", o->out_dir, wts[i].name);
-        RF_RETURN_IF_ERROR(rf_write_weight(g, wts[i].value, wts[i].trans, wts[i].dtype, path),
-                           "writing %s", path);
-    }
-
-    char build_py[4096], cs[32], hs[32], rs[32], ts[32];
-    snprintf(build_py, sizeof build_py, "%s/build.py", o->kernels_dir);
-    snprintf(cs, sizeof cs, "%lld", (long long)b->channels);
-    snprintf(hs, sizeof hs, "%lld", (long long)b->hidden);
-    snprintf(rs, sizeof rs, "%lld", (long long)o->rows);
-    if (o->tile_rows)
-        snprintf(ts, sizeof ts, "%d", o->tile_rows);
-    else
-        snprintf(ts, sizeof ts, "auto");
-    char *argv[] = {(char *)o->python,
+/* Runs kernels/build.py on kernel_spec.json; it writes the kernels, the library and
+ * kernels.json (facts) into the package. */
+static rf_status_t run_generator(const rf_compile_options_t *o) {
+    char build_py[4096], spec[4096];
+    snprintf(build_py, sizeof build_py, "%s/build.py", o->kernels_dir ? o->kernels_dir : "kernels");
+    snprintf(spec, sizeof spec, "%s/kernel_spec.json", o->out_dir);
+    char *argv[] = {(char *)(o->python ? o->python : "python3"),
                     build_py,
-                    "--channels",
-                    cs,
-                    "--hidden",
-                    hs,
-                    "--rows",
-                    rs,
-                    "--tile-rows",
-                    ts,
-                    "--arch",
-                    (char *)o->arch,
+                    "--spec",
+                    spec,
                     "--out",
                     (char *)o->out_dir,
+                    "--quiet",
                     NULL};
-    RF_RETURN_IF_ERROR(rf_tool_run(argv, "kernel generator"), "generating kernels for C=%s H=%s",
-                       cs, hs);
-    int64_t tile_rows = 0;
-    /* cublaslt runs no package kernels; its plan records the megakernel's tiles, which the
-     * package still holds for the other schedules. */
-    RF_RETURN_IF_ERROR_PLAIN(rf_read_tile_rows(
-        o->out_dir, strcmp(schedule, "cublaslt") ? schedule : "persistent-smem", &tile_rows));
+    return rf_tool_run(argv, "kernel generator");
+}
 
-    snprintf(path, sizeof path, "%s/plan.json", o->out_dir);
-    FILE *f = fopen(path, "w");
-    if (!f)
-        return RF_ERR(RF_CODE_IO_ERROR, "cannot open '%s' for writing", path);
-    rf_json_writer_t w;
-    rf_json_writer_init_file(&w, f, 2);
-    rf_json_object_begin(&w);
-    rf_json_key_string(&w, "format", "rowfuse-package");
-    rf_json_key_int(&w, "version", 1);
-    rf_json_key_string(&w, "model", o->model_path ? o->model_path : "");
-    rf_json_key_string(&w, "block", "residual-mlp");
-    rf_json_key_int(&w, "rows", o->rows);
-    rf_json_key_int(&w, "channels", b->channels);
-    rf_json_key_int(&w, "hidden", b->hidden);
-    rf_json_key_string(&w, "schedule", schedule);
-    rf_json_key_string(&w, "schedule_reason", reason);
-    rf_json_key(&w, "schedules");
-    rf_json_array_begin(&w);
-    for (size_t i = 0; i < sizeof schedules / sizeof schedules[0]; i++)
-        rf_json_string(&w, schedules[i]);
-    rf_json_array_end(&w);
-    rf_json_key_int(&w, "tile_rows", tile_rows);
-    rf_json_key_string(&w, "tile_rows_chosen_by", o->tile_rows ? "--tile-rows" : "auto");
-    rf_json_key_string(&w, "arch", o->arch);
-    rf_json_key(&w, "precision");
-    rf_json_object_begin(&w);
-    static const char *const prec[][2] = {{"x", "f16"},      {"weights", "f16"},
-                                          {"hidden", "f16"}, {"accumulate", "f32"},
-                                          {"bias", "f32"},   {"y", "f32"}};
-    for (size_t i = 0; i < sizeof prec / sizeof prec[0]; i++)
-        rf_json_key_string(&w, prec[i][0], prec[i][1]);
-    rf_json_object_end(&w);
-    rf_json_key(&w, "weights");
-    rf_json_object_begin(&w);
-    for (int i = 0; i < 4; i++) {
-        snprintf(path, sizeof path, "weights/%s.npy", wts[i].name);
-        rf_json_key_string(&w, wts[i].name, path);
+/* The persistent-grid rule of every kernel, now that the generator reported registers. */
+static void decide_grids(const rf_compile_options_t *o, rf_plan_t *p) {
+    for (int s = 0; s < RF_SCHEDULE_COUNT; s++)
+        for (int i = 0; i < p->schedules[s].kernel_count; i++) {
+            rf_kernel_spec_t *k = &p->kernels[p->schedules[s].kernel[i]];
+            int regs = o->grid == RF_GRID_REGS || o->grid == RF_GRID_BALANCED ||
+                       (o->grid == RF_GRID_AUTO && s == RF_SCHEDULE_PERSISTENT_SMEM);
+            k->blocks_per_sm = rf_kernel_blocks_per_sm(k, &p->target, regs);
+        }
+}
+
+rf_status_t rf_compile_package(const rf_mlp_weights_t *w, const char *graph_hash,
+                               const rf_compile_options_t *o, rf_plan_t *out_plan) {
+    rf_plan_t *p = NULL;
+    char path[4096];
+    rf_status_t st;
+    if (!o->out_dir || !o->out_dir[0])
+        return RF_ERR(RF_CODE_INVALID_ARGUMENT, "no output directory (-o)");
+    p = calloc(1, sizeof *p);
+    if (!p)
+        return RF_ERR(RF_CODE_OUT_OF_MEMORY, "plan");
+    st = rf_compile_plan(w->channels, w->hidden, o, p);
+    if (!st) {
+        snprintf(p->graph_hash, sizeof p->graph_hash, "%s", graph_hash ? graph_hash : "");
+        st = mkdir_p(o->out_dir);
     }
-    rf_json_object_end(&w);
-    rf_json_key_string(&w, "kernels", "kernels.json");
-    rf_json_object_end(&w);
-    rf_status_t st = rf_json_writer_finish(&w);
-    if (fclose(f) != 0 && !st)
-        st = RF_ERR(RF_CODE_IO_ERROR, "error writing plan.json in '%s'", o->out_dir);
-    if (!st && out_result) {
-        out_result->schedule = schedule;
-        out_result->reason = reason;
-        out_result->tile_rows = tile_rows;
+    if (!st)
+        st = write_weights(w, o->out_dir, p);
+    if (!st) {
+        snprintf(path, sizeof path, "%s/kernel_spec.json", o->out_dir);
+        st = rf_kernel_spec_write(p, path);
     }
-    return st;
+    if (!st)
+        st = run_generator(o);
+    if (!st) {
+        snprintf(path, sizeof path, "%s/kernels.json", o->out_dir);
+        st = rf_kernel_facts_read(path, p);
+    }
+    if (!st) {
+        decide_grids(o, p);
+        snprintf(path, sizeof path, "%s/plan.json", o->out_dir);
+        st = rf_plan_write(p, path);
+    }
+    if (!st && out_plan)
+        *out_plan = *p;
+    free(p);
+    return st ? rf_status_annotate(st, "while compiling the package %s", o->out_dir) : RF_OK;
 }

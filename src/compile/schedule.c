@@ -12,23 +12,29 @@
  * does (8192x512x2048: 86 vs 192 us). persistent-gmem and conventional lost to
  * persistent-smem at every development shape, so the model leaves them out. The bench
  * report keeps every loser's time, so a shape where this rule loses shows up there. */
+#include <stdio.h>
+
 #include "rowfuse/compile.h"
 
 #define RF_SMEM_FLOPS_PER_US 180.0e6     /* 180 TFLOP/s */
 #define RF_CUBLASLT_FLOPS_PER_US 400.0e6 /* 400 TFLOP/s */
 #define RF_CUBLASLT_FIXED_US 7.5
 
-const char *rf_schedule_choose(const rf_mlp_block_t *block, int64_t rows, const char **out_reason) {
-    double flops = 4.0 * (double)rows * (double)block->channels * (double)block->hidden;
+rf_schedule_t rf_schedule_choose(int64_t rows, int64_t channels, int64_t hidden,
+                                 const rf_target_t *target, char *out_reason, size_t size) {
+    double flops = 4.0 * (double)rows * (double)channels * (double)hidden;
     double t_smem = flops / RF_SMEM_FLOPS_PER_US;
     double t_lt = RF_CUBLASLT_FIXED_US + flops / RF_CUBLASLT_FLOPS_PER_US;
     if (t_lt < t_smem) {
-        *out_reason = "auto: above ~2.5 GFLOP the vendor GEMMs' rate beats the megakernel "
-                      "(H200 cost model in src/compile/schedule.c)";
-        return "cublaslt";
+        snprintf(out_reason, size,
+                 "auto: %.2f GFLOP is above ~2.5 GFLOP, where the vendor GEMMs' rate beats the "
+                 "megakernel (%s cost model: %.1f us vs %.1f us)",
+                 flops * 1e-9, target->name, t_lt, t_smem);
+        return RF_SCHEDULE_CUBLASLT;
     }
-    *out_reason = "auto: one launch, hidden state in shared memory; below ~2.5 GFLOP the "
-                  "megakernel beats every other schedule (H200 cost model in "
-                  "src/compile/schedule.c)";
-    return "persistent-smem";
+    snprintf(out_reason, size,
+             "auto: one launch, hidden state in shared memory; below ~2.5 GFLOP the megakernel "
+             "beats every other schedule (%s cost model: %.1f us vs cuBLASLt %.1f us)",
+             target->name, t_smem, t_lt);
+    return RF_SCHEDULE_PERSISTENT_SMEM;
 }

@@ -1,8 +1,9 @@
-/* Package loading: reads a package directory's plan.json (cJSON), dlopens the kernels'
- * shared library, resolves the kernel_abi.h entry points by name and checks that plan and
- * library agree. Weights (.npy, listed under plan.json "weights") are read on demand. */
+/* Package loading: reads a package directory's plan.json (plan_read.c), dlopens the
+ * kernels' shared library, resolves the kernel_abi.h entry points by name and checks that
+ * plan, library and device agree. Launches apply the plan: each kernel of a schedule in
+ * order, on the grid its recorded rule gives for the row count. Weights are read on demand
+ * from weights.bin at the offsets the plan records. */
 #define _POSIX_C_SOURCE 200809L
-#include <cjson/cJSON.h>
 #include <dlfcn.h>
 #include <errno.h>
 #include <stdio.h>
@@ -11,200 +12,49 @@
 
 #include "rt_internal.h"
 
-#define RF_PKG_MAX_PLAN_BYTES (16u << 20)
-#define RF_PKG_MAX_WEIGHTS 8
-
 struct rf_pkg {
     rf_allocator_t allocator;
     char dir[1024];
-    char library[1024];
-    char schedule[64];
-    int64_t channels, hidden, rows, tile_rows;
-    int n_weights;
-    char weight_names[RF_PKG_MAX_WEIGHTS][16];
-    char weight_paths[RF_PKG_MAX_WEIGHTS][1024];
+    char library[1100];
+    rf_plan_t plan;
     void *handle;
     rf_pkg_abi_version_fn abi_version;
     rf_pkg_channels_fn lib_channels;
     rf_pkg_hidden_fn lib_hidden;
     rf_pkg_kernel_count_fn kernel_count;
+    rf_pkg_kernel_name_fn kernel_name;
     rf_pkg_init_fn init;
     rf_pkg_launch_fn launch;
     int initialized; /* rf_pkg_init succeeded: the package can launch */
 };
-
-static rf_status_t read_file(rf_allocator_t a, const char *path, char **out_text) {
-    FILE *f;
-    long size;
-    char *text = NULL;
-    rf_status_t st;
-    *out_text = NULL;
-    f = fopen(path, "rb");
-    if (!f)
-        return RF_ERR(errno == ENOENT ? RF_CODE_NOT_FOUND : RF_CODE_IO_ERROR, "%s: %s", path,
-                      strerror(errno));
-    if (fseek(f, 0, SEEK_END) != 0 || (size = ftell(f)) < 0 || fseek(f, 0, SEEK_SET) != 0) {
-        fclose(f);
-        return RF_ERR(RF_CODE_IO_ERROR, "%s: cannot determine size", path);
-    }
-    if ((unsigned long)size > RF_PKG_MAX_PLAN_BYTES) {
-        fclose(f);
-        return RF_ERR(RF_CODE_PARSE_ERROR, "%s: %ld bytes, more than the %u a plan may have", path,
-                      size, RF_PKG_MAX_PLAN_BYTES);
-    }
-    st = rf_alloc(a, (size_t)size + 1, "plan text", (void **)&text);
-    if (st) {
-        fclose(f);
-        return st;
-    }
-    if (fread(text, 1, (size_t)size, f) != (size_t)size) {
-        fclose(f);
-        rf_free(a, text);
-        return RF_ERR(RF_CODE_IO_ERROR, "%s: short read", path);
-    }
-    fclose(f);
-    text[size] = '\0';
-    *out_text = text;
-    return RF_OK;
-}
-
-static rf_status_t get_int(const cJSON *root, const char *path, const char *key, int required,
-                           int64_t min, int64_t *out) {
-    const cJSON *item = cJSON_GetObjectItemCaseSensitive(root, key);
-    double v;
-    if (!item) {
-        if (required)
-            return RF_ERR(RF_CODE_PARSE_ERROR, "%s: field \"%s\" is missing", path, key);
-        *out = 0;
-        return RF_OK;
-    }
-    if (!cJSON_IsNumber(item))
-        return RF_ERR(RF_CODE_PARSE_ERROR, "%s: field \"%s\" must be a number", path, key);
-    v = item->valuedouble;
-    if (v != (double)(int64_t)v || v < (double)min || v > (double)RF_MAX_DIM)
-        return RF_ERR(RF_CODE_PARSE_ERROR,
-                      "%s: field \"%s\" is %g; expected an integer in %lld..%lld", path, key, v,
-                      (long long)min, (long long)RF_MAX_DIM);
-    *out = (int64_t)v;
-    return RF_OK;
-}
-
-static rf_status_t get_str(const cJSON *root, const char *path, const char *key, char *dst,
-                           size_t dst_size) {
-    const cJSON *item = cJSON_GetObjectItemCaseSensitive(root, key);
-    if (!item)
-        return RF_ERR(RF_CODE_PARSE_ERROR, "%s: field \"%s\" is missing", path, key);
-    if (!cJSON_IsString(item) || !item->valuestring || !item->valuestring[0])
-        return RF_ERR(RF_CODE_PARSE_ERROR, "%s: field \"%s\" must be a non-empty string", path,
-                      key);
-    if (strlen(item->valuestring) >= dst_size)
-        return RF_ERR(RF_CODE_PARSE_ERROR, "%s: field \"%s\" is longer than %zu bytes", path, key,
-                      dst_size - 1);
-    snprintf(dst, dst_size, "%s", item->valuestring);
-    return RF_OK;
-}
-
-/* Joins dir and a relative file name from the plan; rejects absolute paths and "..", so a
- * plan cannot point outside its package. */
-static rf_status_t join_in_pkg(const char *dir, const char *plan, const char *key, const char *rel,
-                               char *dst, size_t dst_size) {
-    if (rel[0] == '/' || strstr(rel, ".."))
-        return RF_ERR(RF_CODE_PARSE_ERROR,
-                      "%s: \"%s\" is \"%s\"; it must be a path inside the package", plan, key, rel);
-    if ((size_t)snprintf(dst, dst_size, "%s/%s", dir, rel) >= dst_size)
-        return RF_ERR(RF_CODE_INVALID_ARGUMENT, "%s: path of \"%s\" too long", plan, key);
-    return RF_OK;
-}
-
-/* The kernel library's file name: plan.json "library", else the "library" of the kernel
- * manifest that plan.json names under "kernels" (default kernels.json), which
- * kernels/build.py writes. */
-static rf_status_t library_name(rf_pkg_t *pkg, const cJSON *plan, const char *plan_path, char *dst,
-                                size_t dst_size) {
-    char manifest_rel[256] = "kernels.json", manifest[1400];
-    char *text = NULL;
-    cJSON *root;
-    rf_status_t st;
-    if (cJSON_GetObjectItemCaseSensitive(plan, "library"))
-        return get_str(plan, plan_path, "library", dst, dst_size);
-    if (cJSON_GetObjectItemCaseSensitive(plan, "kernels"))
-        RF_RETURN_IF_ERROR_PLAIN(
-            get_str(plan, plan_path, "kernels", manifest_rel, sizeof(manifest_rel)));
-    RF_RETURN_IF_ERROR_PLAIN(
-        join_in_pkg(pkg->dir, plan_path, "kernels", manifest_rel, manifest, sizeof(manifest)));
-    st = read_file(pkg->allocator, manifest, &text);
-    if (st)
-        return rf_status_annotate(st,
-                                  "%s names no \"library\", so the kernel manifest is "
-                                  "needed",
-                                  plan_path);
-    root = cJSON_Parse(text);
-    rf_free(pkg->allocator, text);
-    if (!root)
-        return RF_ERR(RF_CODE_PARSE_ERROR, "%s: not valid JSON", manifest);
-    st = get_str(root, manifest, "library", dst, dst_size);
-    cJSON_Delete(root);
-    return st;
-}
-
-static rf_status_t parse_plan(rf_pkg_t *pkg, const char *plan_path, const char *text) {
-    cJSON *root = cJSON_Parse(text);
-    const cJSON *weights, *w;
-    char lib_rel[512];
-    rf_status_t st = RF_OK;
-    if (!root) {
-        const char *where = cJSON_GetErrorPtr();
-        long offset = where ? (long)(where - text) : -1;
-        return RF_ERR(RF_CODE_PARSE_ERROR, "%s: not valid JSON (near byte %ld)", plan_path, offset);
-    }
-    if (!cJSON_IsObject(root)) {
-        st = RF_ERR(RF_CODE_PARSE_ERROR, "%s: the top level must be a JSON object", plan_path);
-        goto done;
-    }
-    if ((st = get_int(root, plan_path, "channels", 1, 1, &pkg->channels)) ||
-        (st = get_int(root, plan_path, "hidden", 1, 1, &pkg->hidden)) ||
-        (st = get_int(root, plan_path, "rows", 0, 1, &pkg->rows)) ||
-        (st = get_int(root, plan_path, "tile_rows", 0, 1, &pkg->tile_rows)) ||
-        (st = get_str(root, plan_path, "schedule", pkg->schedule, sizeof(pkg->schedule))) ||
-        (st = library_name(pkg, root, plan_path, lib_rel, sizeof(lib_rel))) ||
-        (st = join_in_pkg(pkg->dir, plan_path, "library", lib_rel, pkg->library,
-                          sizeof(pkg->library))))
-        goto done;
-    weights = cJSON_GetObjectItemCaseSensitive(root, "weights");
-    if (weights && !cJSON_IsObject(weights)) {
-        st = RF_ERR(RF_CODE_PARSE_ERROR, "%s: \"weights\" must be an object of name: file",
-                    plan_path);
-        goto done;
-    }
-    cJSON_ArrayForEach(w, weights) {
-        if (pkg->n_weights >= RF_PKG_MAX_WEIGHTS) {
-            st = RF_ERR(RF_CODE_PARSE_ERROR, "%s: more than %d weights", plan_path,
-                        RF_PKG_MAX_WEIGHTS);
-            goto done;
-        }
-        if (!cJSON_IsString(w) || !w->string || strlen(w->string) >= 16) {
-            st = RF_ERR(RF_CODE_PARSE_ERROR,
-                        "%s: weights entry \"%s\" must be a short name mapped to a file name",
-                        plan_path, w->string ? w->string : "?");
-            goto done;
-        }
-        snprintf(pkg->weight_names[pkg->n_weights], 16, "%s", w->string);
-        st = join_in_pkg(pkg->dir, plan_path, w->string, w->valuestring,
-                         pkg->weight_paths[pkg->n_weights], 1024);
-        if (st)
-            goto done;
-        pkg->n_weights++;
-    }
-done:
-    cJSON_Delete(root);
-    return st;
-}
 
 static void *sym(void *handle, const char *name) {
     void *p;
     (void)dlerror();
     p = dlsym(handle, name);
     return dlerror() ? NULL : p;
+}
+
+/* The library must hold exactly the plan's kernels, in the plan's order, for its shape. */
+static rf_status_t check_library(rf_pkg_t *pkg) {
+    const rf_plan_t *p = &pkg->plan;
+    if (pkg->lib_channels() != p->channels || pkg->lib_hidden() != p->hidden)
+        return RF_ERR(RF_CODE_MISMATCH,
+                      "kernel library %s was built for channels=%d hidden=%d but plan.json says "
+                      "channels=%lld hidden=%lld",
+                      pkg->library, pkg->lib_channels(), pkg->lib_hidden(), (long long)p->channels,
+                      (long long)p->hidden);
+    if (pkg->kernel_count() != p->kernel_count)
+        return RF_ERR(RF_CODE_MISMATCH, "kernel library %s holds %d kernels, plan.json lists %d",
+                      pkg->library, pkg->kernel_count(), p->kernel_count);
+    for (int i = 0; i < p->kernel_count; i++) {
+        const char *name = pkg->kernel_name(i);
+        if (!name || strcmp(name, p->kernels[i].name) != 0)
+            return RF_ERR(RF_CODE_MISMATCH,
+                          "kernel %d of library %s is \"%s\"; plan.json says \"%s\"", i,
+                          pkg->library, name ? name : "(none)", p->kernels[i].name);
+    }
+    return RF_OK;
 }
 
 static rf_status_t open_library(rf_pkg_t *pkg) {
@@ -216,6 +66,7 @@ static rf_status_t open_library(rf_pkg_t *pkg) {
         {"rf_pkg_channels", (void **)&pkg->lib_channels},
         {"rf_pkg_hidden", (void **)&pkg->lib_hidden},
         {"rf_pkg_kernel_count", (void **)&pkg->kernel_count},
+        {"rf_pkg_kernel_name", (void **)&pkg->kernel_name},
         {"rf_pkg_init", (void **)&pkg->init},
         {"rf_pkg_launch", (void **)&pkg->launch},
     };
@@ -242,17 +93,7 @@ static rf_status_t open_library(rf_pkg_t *pkg) {
                       "kernel library %s has ABI version %d; this runtime speaks version %d: "
                       "recompile the package",
                       pkg->library, version, RF_KERNEL_ABI_VERSION);
-    if (pkg->lib_channels() != pkg->channels || pkg->lib_hidden() != pkg->hidden)
-        return RF_ERR(RF_CODE_MISMATCH,
-                      "kernel library %s was built for channels=%d hidden=%d but plan.json says "
-                      "channels=%lld hidden=%lld",
-                      pkg->library, pkg->lib_channels(), pkg->lib_hidden(),
-                      (long long)pkg->channels, (long long)pkg->hidden);
-    if (strcmp(pkg->schedule, "cublaslt") != 0 && pkg->kernel_count(pkg->schedule) < 1)
-        return RF_ERR(RF_CODE_MISMATCH,
-                      "plan.json chose schedule \"%s\" but kernel library %s does not contain it",
-                      pkg->schedule, pkg->library);
-    return RF_OK;
+    return check_library(pkg);
 }
 
 void rf_pkg_destroy(rf_pkg_t *pkg) {
@@ -266,10 +107,23 @@ void rf_pkg_destroy(rf_pkg_t *pkg) {
     rf_free(pkg->allocator, pkg);
 }
 
+/* The grid rule counts the target's SMs: a device with another count gets a clear error
+ * rather than a silently different launch. */
+static rf_status_t check_device(rf_pkg_t *pkg) {
+    int dev = 0, sms = 0;
+    RF_CUDA(cudaGetDevice(&dev));
+    RF_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+    if (sms != pkg->plan.target.sm_count)
+        return RF_ERR(RF_CODE_MISMATCH,
+                      "the package was planned for %d SMs (%s); this device has %d: recompile it "
+                      "with rowfuse compile --sms %d",
+                      pkg->plan.target.sm_count, pkg->plan.target.name, sms, sms);
+    return RF_OK;
+}
+
 static rf_status_t load(rf_allocator_t a, const char *dir, int with_gpu, rf_pkg_t **out_pkg) {
     rf_pkg_t *pkg = NULL;
     char plan_path[1100];
-    char *text = NULL;
     rf_status_t st;
     *out_pkg = NULL;
     if (!dir || !dir[0])
@@ -280,15 +134,16 @@ static rf_status_t load(rf_allocator_t a, const char *dir, int with_gpu, rf_pkg_
     pkg->allocator = a;
     snprintf(pkg->dir, sizeof(pkg->dir), "%s", dir);
     snprintf(plan_path, sizeof(plan_path), "%s/plan.json", dir);
-    st = read_file(a, plan_path, &text);
-    if (!st)
-        st = parse_plan(pkg, plan_path, text);
-    rf_free(a, text);
-    if (!st)
+    st = rf_plan_read(plan_path, &pkg->plan);
+    if (!st) {
+        snprintf(pkg->library, sizeof(pkg->library), "%s/%s", dir, pkg->plan.library);
         st = open_library(pkg);
+    }
     if (!st && with_gpu) {
         int err;
         st = rf_device_require();
+        if (!st)
+            st = check_device(pkg);
         if (!st && (err = pkg->init()) != 0)
             st = rf_cuda_status_raw(err, __FILE__, __LINE__, "rf_pkg_init");
         pkg->initialized = st == RF_OK;
@@ -313,56 +168,91 @@ const char *rf_pkg_dir(const rf_pkg_t *pkg) {
     return pkg->dir;
 }
 int64_t rf_pkg_channels(const rf_pkg_t *pkg) {
-    return pkg->channels;
+    return pkg->plan.channels;
 }
 int64_t rf_pkg_hidden(const rf_pkg_t *pkg) {
-    return pkg->hidden;
+    return pkg->plan.hidden;
 }
 int64_t rf_pkg_rows(const rf_pkg_t *pkg) {
-    return pkg->rows;
+    return pkg->plan.rows;
 }
 int64_t rf_pkg_tile_rows(const rf_pkg_t *pkg) {
-    return pkg->tile_rows;
+    const rf_plan_schedule_t *ps = &pkg->plan.schedules[pkg->plan.schedule];
+    return ps->kernel_count ? pkg->plan.kernels[ps->kernel[0]].tile_rows : 0;
 }
 const char *rf_pkg_schedule(const rf_pkg_t *pkg) {
-    return pkg->schedule;
+    return rf_schedule_name(pkg->plan.schedule);
+}
+const rf_plan_t *rf_pkg_plan(const rf_pkg_t *pkg) {
+    return &pkg->plan;
 }
 
 int rf_pkg_kernel_count(const rf_pkg_t *pkg, const char *schedule) {
-    int n;
-    if (!pkg || !schedule || !pkg->kernel_count)
+    rf_schedule_t s;
+    rf_status_t st;
+    if (!pkg || (st = rf_schedule_parse(schedule, &s)) != RF_OK) {
+        if (pkg)
+            rf_status_free(st);
         return -1;
-    n = pkg->kernel_count(schedule);
-    return n >= 1 ? n : -1;
+    }
+    const rf_plan_schedule_t *ps = &pkg->plan.schedules[s];
+    return ps->available && ps->kernel_count > 0 ? ps->kernel_count : -1;
 }
 
 rf_status_t rf_pkg_launch_schedule(rf_pkg_t *pkg, const char *schedule, const rf_mlp_args_t *args,
                                    void *stream) {
-    int err;
+    rf_schedule_t s;
     if (!pkg->initialized)
         return RF_ERR(RF_CODE_INVALID_ARGUMENT,
                       "package %s was loaded without a GPU (rf_pkg_load_nogpu); it cannot launch",
                       pkg->dir);
-    err = pkg->launch(schedule, args, stream);
-    if (err != 0) {
-        char call[128];
-        snprintf(call, sizeof(call), "rf_pkg_launch(\"%s\", rows=%lld)", schedule,
-                 (long long)args->rows);
-        return rf_cuda_status_raw(err, __FILE__, __LINE__, call);
+    RF_RETURN_IF_ERROR_PLAIN(rf_schedule_parse(schedule, &s));
+    const rf_plan_schedule_t *ps = &pkg->plan.schedules[s];
+    for (int i = 0; i < ps->kernel_count; i++) {
+        const rf_kernel_spec_t *k = &pkg->plan.kernels[ps->kernel[i]];
+        int32_t grid = rf_plan_grid(&pkg->plan, k, args->rows);
+        int err = pkg->launch(ps->kernel[i], args, grid, stream);
+        if (err != 0) {
+            char call[160];
+            snprintf(call, sizeof(call), "rf_pkg_launch(%s, rows=%lld, grid=%d)", k->name,
+                     (long long)args->rows, (int)grid);
+            return rf_cuda_status_raw(err, __FILE__, __LINE__, call);
+        }
     }
     return RF_OK;
 }
 
 rf_status_t rf_pkg_weight(const rf_pkg_t *pkg, const char *name, rf_tensor_t *out_tensor) {
+    const rf_plan_weight_t *pw = NULL;
+    char path[1100];
     memset(out_tensor, 0, sizeof(*out_tensor));
-    for (int i = 0; i < pkg->n_weights; i++)
-        if (strcmp(pkg->weight_names[i], name) == 0) {
-            RF_RETURN_IF_ERROR(rf_npy_read(pkg->allocator, pkg->weight_paths[i], out_tensor),
-                               "while reading weight %s of package %s", name, pkg->dir);
-            return RF_OK;
-        }
-    return RF_ERR(RF_CODE_NOT_FOUND, "package %s: plan.json names no weight \"%s\"", pkg->dir,
-                  name);
+    for (int i = 0; i < RF_PLAN_WEIGHTS; i++)
+        if (!strcmp(pkg->plan.weights[i].name, name))
+            pw = &pkg->plan.weights[i];
+    if (!pw)
+        return RF_ERR(RF_CODE_NOT_FOUND, "package %s: plan.json names no weight \"%s\"", pkg->dir,
+                      name);
+    rf_shape_t shape = {pw->rank, {pw->dims[0], pw->dims[1]}};
+    RF_RETURN_IF_ERROR_PLAIN(
+        rf_tensor_alloc(pkg->allocator, (rf_dtype_t)pw->dtype, &shape, out_tensor));
+    rf_status_t st = RF_OK;
+    if (out_tensor->nbytes != (size_t)pw->bytes)
+        st = RF_ERR(RF_CODE_PARSE_ERROR, "package %s: weight %s is %lld bytes; its shape needs %zu",
+                    pkg->dir, name, (long long)pw->bytes, out_tensor->nbytes);
+    snprintf(path, sizeof(path), "%s/weights.bin", pkg->dir);
+    FILE *f = st ? NULL : fopen(path, "rb");
+    if (!st && !f)
+        st = RF_ERR(RF_CODE_NOT_FOUND, "%s: %s", path, strerror(errno));
+    if (f) {
+        if (fseek(f, (long)pw->offset, SEEK_SET) != 0 ||
+            fread(out_tensor->data, 1, out_tensor->nbytes, f) != out_tensor->nbytes)
+            st = RF_ERR(RF_CODE_IO_ERROR, "%s: weight %s at offset %lld is cut short", path, name,
+                        (long long)pw->offset);
+        fclose(f);
+    }
+    if (st)
+        rf_tensor_free(pkg->allocator, out_tensor);
+    return st;
 }
 
 static rf_status_t expect(const rf_tensor_t *t, const char *name, rf_dtype_t dtype, int rank,
@@ -383,7 +273,7 @@ rf_status_t rf_pkg_upload_weights(const rf_pkg_t *pkg, rf_mlp_buffers_t *buffers
     const char *names[4] = {"w1", "b1", "w2", "b2"};
     rf_status_t st = RF_OK;
     int n = 0;
-    int64_t c = pkg->channels, h = pkg->hidden;
+    int64_t c = pkg->plan.channels, h = pkg->plan.hidden;
     if (buffers->channels != c || buffers->hidden != h)
         return RF_ERR(RF_CODE_SHAPE_ERROR,
                       "buffers are for channels=%lld hidden=%lld, package %s is for %lld, %lld",

@@ -6,9 +6,6 @@
 
 #include "rt_internal.h"
 
-const char *const rf_schedule_names[RF_SCHEDULE_COUNT] = {"persistent-smem", "persistent-gmem",
-                                                          "conventional", "cublaslt"};
-
 static rf_status_t pkg_launch(rf_variant_t *v, const rf_mlp_args_t *args, void *stream) {
     return rf_pkg_launch_schedule(v->pkg, v->name, args, stream);
 }
@@ -31,7 +28,7 @@ rf_status_t rf_variant_create_pkg(rf_allocator_t a, rf_pkg_t *pkg, const char *s
         return RF_ERR(RF_CODE_INVALID_ARGUMENT, "schedule name too long: %s", schedule);
     /* The vendor schedule needs no package kernels: a plan may choose it for shapes where
      * cuBLASLt's GEMMs beat the megakernel (src/compile/schedule.c). */
-    if (!strcmp(schedule, "cublaslt"))
+    if (!strcmp(schedule, rf_schedule_name(RF_SCHEDULE_CUBLASLT)))
         return rf_variant_create_cublaslt(a, rf_pkg_channels(pkg), rf_pkg_hidden(pkg), out_variant);
     n = rf_pkg_kernel_count(pkg, schedule);
     if (n < 1)

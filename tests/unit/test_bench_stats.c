@@ -1,12 +1,12 @@
-/* Unit tests for the C bench's statistics and CPU reference (src/bench/stats.c,
- * src/bench/mlp_data.c) against closed-form cases: quantiles of known sequences,
- * rel. L2 error of a hand-computed pair, and the MLP block on a 1x2x2 example worked out
- * by hand. Runs without a GPU. */
+/* Unit tests of the statistics (src/base/stats.c) and the MLP test data, reference and
+ * comparison (rowfuse/mlp.h) against closed-form cases: quantiles of known sequences, the
+ * pass rule on a hand-computed pair, the MLP block on a 1x2x2 example worked out by hand,
+ * and the generator's known first value. Runs without a GPU. */
 #include <stdint.h>
 
-#include "bench/mlp_data.h"
-#include "bench/stats.h"
+#include "base/stats.h"
 #include "rf_test.h"
+#include "rowfuse/mlp.h"
 #include "rowfuse/tensor.h"
 
 static int near(double a, double b, double tol) {
@@ -51,14 +51,41 @@ static void test_summary_errors(void) {
               "observation 1 is not finite");
 }
 
-static void test_rel_l2(void) {
-    /* ref (3, 4): norm 5; difference (0.5, 0): rel 0.1. */
-    float out[2] = {3.5f, 4.0f};
-    double ref[2] = {3.0, 4.0};
-    int finite = 0;
-    CHECK(near(rf_bench_rel_l2(out, ref, 2, &finite), 0.1, 1e-12) && finite);
+static void test_compare(void) {
+    /* ref (3, 4): norm 5; difference (0.5, 0): rel. L2 0.1, max abs 0.5. */
+    float out[2] = {3.5f, 4.0f}, ref[2] = {3.0f, 4.0f};
+    rf_mlp_tolerance_t loose = {0.2, 1.0, 0.0}, tight = {0.05, 1.0, 0.0}, elem = {0.2, 0.1, 0.1};
+    rf_mlp_compare_result_t r;
+    char why[256];
+    rf_mlp_compare(out, ref, 2, &loose, &r);
+    CHECK(r.passed && near(r.rel_l2, 0.1, 1e-7) && near(r.max_abs, 0.5, 1e-7));
+    CHECK(r.worst_index == 0);
+    rf_mlp_compare(out, ref, 2, &tight, &r); /* rel. L2 over its bound */
+    CHECK(!r.passed && r.out_of_tol == 0);
+    rf_mlp_compare(out, ref, 2, &elem, &r); /* 0.5 > 0.1 + 0.1 * 3 */
+    CHECK(!r.passed && r.out_of_tol == 1);
     out[1] = NAN;
-    CHECK(isinf(rf_bench_rel_l2(out, ref, 2, &finite)) && !finite);
+    rf_mlp_compare(out, ref, 2, &loose, &r);
+    CHECK(!r.passed && r.nonfinite == 1 && r.worst_index == 1);
+    rf_mlp_compare_describe(&r, 2, why, sizeof why);
+    CHECK(strstr(why, "[0, 1]") != NULL && strstr(why, "non-finite") != NULL);
+    rf_mlp_compare(out, ref, 0, &loose, &r); /* nothing compared never passes */
+    CHECK(!r.passed);
+}
+
+static void reference_1x2x2(float b1_0, double *y) {
+    uint16_t x[2] = {rf_f32_to_f16(1.0f), rf_f32_to_f16(-2.0f)};
+    uint16_t w1[4] = {rf_f32_to_f16(1.0f), rf_f32_to_f16(0.5f), rf_f32_to_f16(0.25f),
+                      rf_f32_to_f16(-1.0f)};
+    uint16_t w2[4] = {rf_f32_to_f16(2.0f), rf_f32_to_f16(-1.0f), rf_f32_to_f16(0.5f),
+                      rf_f32_to_f16(1.0f)};
+    float b1[2] = {b1_0, -0.5f}, b2[2] = {0.25f, 0.75f};
+    rf_tensor_t t;
+    CHECK_OK(
+        rf_mlp_reference(rf_allocator_system(), RF_PRECISION_FP64, 1, 2, 2, x, w1, b1, w2, b2, &t));
+    if (t.data)
+        memcpy(y, t.data, 2 * sizeof(double));
+    rf_tensor_free(rf_allocator_system(), &t);
 }
 
 static void test_reference_by_hand(void) {
@@ -66,64 +93,58 @@ static void test_reference_by_hand(void) {
      * pre-H = (1*1 + -2*0.25 + 0.5, 1*0.5 + -2*-1 - 0.5) = (1.0, 2.0); ReLU keeps both.
      * W2 = [[2, -1], [0.5, 1]] (H x C); b2 = (0.25, 0.75)
      * Y = ReLU(H W2 + b2 + x) = ReLU((2 + 1 + 0.25 + 1, -1 + 2 + 0.75 - 2)) = (4.25, 0). */
-    uint16_t x[2] = {rf_f32_to_f16(1.0f), rf_f32_to_f16(-2.0f)};
-    uint16_t w1[4] = {rf_f32_to_f16(1.0f), rf_f32_to_f16(0.5f), rf_f32_to_f16(0.25f),
-                      rf_f32_to_f16(-1.0f)};
-    uint16_t w2[4] = {rf_f32_to_f16(2.0f), rf_f32_to_f16(-1.0f), rf_f32_to_f16(0.5f),
-                      rf_f32_to_f16(1.0f)};
-    float b1[2] = {0.5f, -0.5f}, b2[2] = {0.25f, 0.75f};
     double y[2] = {-1, -1};
-    CHECK_OK(rf_bench_mlp_reference(rf_allocator_system(), 1, 2, 2, x, w1, b1, w2, b2, y));
+    reference_1x2x2(0.5f, y);
     CHECK(near(y[0], 4.25, 1e-15) && near(y[1], 0.0, 1e-15));
     /* A negative pre-activation must be cut: b1 = (-5, -0.5) drops hidden unit 0:
      * H = (0, 2): Y = ReLU((0 + 1 + 0.25 + 1, 0 + 2 + 0.75 - 2)) = (2.25, 0.75). */
-    b1[0] = -5.0f;
-    CHECK_OK(rf_bench_mlp_reference(rf_allocator_system(), 1, 2, 2, x, w1, b1, w2, b2, y));
+    reference_1x2x2(-5.0f, y);
     CHECK(near(y[0], 2.25, 1e-15) && near(y[1], 0.75, 1e-15));
 }
 
-static void test_inputs(void) {
-    rf_bench_mlp_data_t *d = NULL;
-    CHECK_ERR(rf_bench_mlp_data_create(rf_allocator_system(), 0, 4, 4, 1, &d),
-              RF_CODE_INVALID_ARGUMENT, "must be >= 1");
-    CHECK_OK(rf_bench_mlp_data_create(rf_allocator_system(), 7, 5, 9, 42, &d));
-    if (!d)
+static void test_cases(void) {
+    rf_mlp_case_t d, e;
+    CHECK_ERR(rf_mlp_case_create(rf_allocator_system(), 4, 0, 4, 1, 1, &d),
+              RF_CODE_INVALID_ARGUMENT, "channels and hidden >= 1");
+    CHECK_OK(rf_mlp_case_create(rf_allocator_system(), 7, 5, 9, 42, 1, &d));
+    if (!d.x)
         return;
-    /* Never zeros; the reference is what rf_bench_mlp_reference says, and a second
-     * seed gives other inputs. */
+    /* Never zeros; the reference is the mixed-precision interpreter's, and another seed
+     * gives other inputs while the same seed gives the same ones. */
     int nonzero = 0;
     for (int i = 0; i < 7 * 5; i++)
-        nonzero += d->x[i] != 0 && d->x[i] != 0x8000;
+        nonzero += d.x[i] != 0 && d.x[i] != 0x8000;
     CHECK(nonzero == 35);
-    double again[35];
-    CHECK_OK(rf_bench_mlp_reference(rf_allocator_system(), 7, 5, 9, d->x, d->w1, d->b1, d->w2,
-                                    d->b2, again));
-    CHECK(memcmp(again, d->y_ref, sizeof again) == 0);
-    rf_bench_mlp_data_t *e = NULL;
-    CHECK_OK(rf_bench_mlp_data_create(rf_allocator_system(), 7, 5, 9, 43, &e));
-    if (e)
-        CHECK(memcmp(d->x, e->x, 35 * sizeof(uint16_t)) != 0);
-    rf_bench_mlp_data_destroy(e);
-    rf_bench_mlp_data_destroy(d);
+    rf_tensor_t again;
+    CHECK_OK(rf_mlp_reference(rf_allocator_system(), RF_PRECISION_MIXED, 7, 5, 9, d.x, d.w1, d.b1,
+                              d.w2, d.b2, &again));
+    CHECK(again.data && memcmp(again.data, d.ref, 35 * sizeof(float)) == 0);
+    rf_tensor_free(rf_allocator_system(), &again);
+    CHECK_OK(rf_mlp_case_create(rf_allocator_system(), 7, 5, 9, 43, 0, &e));
+    CHECK(e.x && memcmp(d.x, e.x, 35 * sizeof(uint16_t)) != 0 && e.ref == NULL);
+    rf_mlp_case_free(rf_allocator_system(), &e);
+    /* weights come first, so a weights-only case (rows 0) has the same weights */
+    CHECK_OK(rf_mlp_case_create(rf_allocator_system(), 0, 5, 9, 42, 1, &e));
+    CHECK(e.x == NULL && memcmp(d.w2, e.w2, 45 * sizeof(uint16_t)) == 0);
+    rf_mlp_case_free(rf_allocator_system(), &e);
+    rf_mlp_case_free(rf_allocator_system(), &d);
 
-    /* N(0, 1): mean within 5 sigma/sqrt(n) of 0, variance within 2% of 1. */
-    uint64_t s = 12345;
-    double sum = 0, sq = 0;
+    /* The generator: a known splitmix64 value, and U(-1, 1) with mean near 0. */
+    rf_rng_t r;
+    rf_rng_seed(&r, 0);
+    CHECK(rf_rng_next(&r) == 0xE220A8397B1DCDAFull);
+    double sum = 0;
     const int n = 200000;
-    for (int i = 0; i < n; i++) {
-        double z = rf_bench_normal(&s);
-        sum += z;
-        sq += z * z;
-    }
-    CHECK(fabs(sum / n) < 5.0 / sqrt((double)n));
-    CHECK(fabs(sq / n - 1.0) < 0.02);
+    for (int i = 0; i < n; i++)
+        sum += rf_rng_uniform(&r, 1.0);
+    CHECK(fabs(sum / n) < 5.0 * sqrt(1.0 / 3.0) / sqrt((double)n));
 }
 
 int main(void) {
     test_quantiles();
     test_summary_errors();
-    test_rel_l2();
+    test_compare();
     test_reference_by_hand();
-    test_inputs();
+    test_cases();
     return rf_test_finish();
 }

@@ -1,7 +1,7 @@
 /* Tests of the CUDA runtime that need no GPU: loading packages that do not exist or are
- * malformed fails with a clear status naming the file and field; a stand-in kernel
- * library (runtime_fake_pkg.c) exercises the ABI checks; and with no visible device every
- * entry point that needs one returns RF_CODE_NO_DEVICE instead of crashing.
+ * malformed fails with a clear status naming the file and field; the real shim over
+ * stand-in kernels (fake_pkg/rf_pkg_table.h) exercises the library checks; and with no visible
+ * device every entry point that needs one returns RF_CODE_NO_DEVICE instead of crashing.
  * CUDA_VISIBLE_DEVICES is emptied first, so the test means the same on a GPU machine.
  *
  * With the argument --gpu (tests/gpu/run.sh runs it so on the GPU machine) the GPU is left
@@ -19,6 +19,7 @@
 
 #include "check/check.h"
 #include "rf_test.h"
+#include "rowfuse/compile.h"
 #include "rowfuse/runtime.h"
 #include "rowfuse/tensor.h"
 
@@ -62,6 +63,45 @@ static int copy_file(const char *from, const char *to) {
     return fclose(out);
 }
 
+/* The text of a valid plan.json for a 49x48x96 package (the planner's own output, with the
+ * facts the generator would report), with `from` replaced by `to` once when given. */
+static char *plan_text(const char *from, const char *to) {
+    static char text[65536], out[65536];
+    rf_compile_options_t o;
+    rf_plan_t p;
+    char path[600];
+    rf_compile_options_default(&o);
+    o.rows = 49;
+    CHECK_OK(rf_compile_plan(48, 96, &o, &p));
+    for (int i = 0; i < p.kernel_count; i++) {
+        p.kernels[i].registers = 96;
+        p.kernels[i].blocks_per_sm = 4;
+    }
+    snprintf(p.generator, sizeof p.generator, "test");
+    snprintf(p.library, sizeof p.library, "libk.so");
+    for (int i = 0; i < RF_PLAN_WEIGHTS; i++)
+        p.weights[i] = (rf_plan_weight_t){"", RF_DTYPE_F32, 1, {96, 0}, 64 * i, 96 * 4};
+    snprintf(p.weights[0].name, 8, "w1");
+    snprintf(p.weights[1].name, 8, "b1");
+    snprintf(p.weights[2].name, 8, "w2");
+    snprintf(p.weights[3].name, 8, "b2");
+    snprintf(path, sizeof path, "%s/plan_text.json", tmp_root);
+    CHECK_OK(rf_plan_write(&p, path));
+    FILE *f = fopen(path, "r");
+    size_t n = f ? fread(text, 1, sizeof text - 1, f) : 0;
+    if (f)
+        fclose(f);
+    text[n] = '\0';
+    if (!from)
+        return text;
+    char *hit = strstr(text, from);
+    CHECK(hit != NULL);
+    if (!hit)
+        return text;
+    snprintf(out, sizeof out, "%.*s%s%s", (int)(hit - text), text, to, hit + strlen(from));
+    return out;
+}
+
 static void test_missing_and_malformed(void) {
     rf_allocator_t a = rf_allocator_system();
     rf_pkg_t *pkg = (rf_pkg_t *)1;
@@ -72,42 +112,39 @@ static void test_missing_and_malformed(void) {
               "not valid JSON");
     CHECK_ERR(rf_pkg_load(a, make_pkg("array", "[1, 2]"), &pkg), RF_CODE_PARSE_ERROR,
               "JSON object");
-    CHECK_ERR(rf_pkg_load(a, make_pkg("nochan", "{\"hidden\": 96}"), &pkg), RF_CODE_PARSE_ERROR,
-              "\"channels\" is missing");
-    CHECK_ERR(rf_pkg_load(a, make_pkg("strchan", "{\"channels\": \"48\", \"hidden\": 96}"), &pkg),
-              RF_CODE_PARSE_ERROR, "\"channels\" must be a number");
-    CHECK_ERR(rf_pkg_load(a, make_pkg("negchan", "{\"channels\": -3, \"hidden\": 96}"), &pkg),
+    CHECK_ERR(rf_pkg_load(a, make_pkg("other", "{\"format\": \"x\"}"), &pkg), RF_CODE_PARSE_ERROR,
+              "not a rowfuse package plan");
+    CHECK_ERR(rf_pkg_load(a, make_pkg("v1", plan_text("\"version\": 2", "\"version\": 1")), &pkg),
+              RF_CODE_UNSUPPORTED, "version 1 plan; this runtime reads version 2");
+    CHECK_ERR(rf_pkg_load(a, make_pkg("nochan", plan_text("\"channels\": 48,", "")), &pkg),
+              RF_CODE_PARSE_ERROR, "\"channels\" is missing");
+    CHECK_ERR(
+        rf_pkg_load(a, make_pkg("strchan", plan_text("\"channels\": 48", "\"channels\": \"48\"")),
+                    &pkg),
+        RF_CODE_PARSE_ERROR, "\"channels\" is missing or not a number");
+    CHECK_ERR(rf_pkg_load(a, make_pkg("negchan", plan_text("\"channels\": 48", "\"channels\": -3")),
+                          &pkg),
               RF_CODE_PARSE_ERROR, "\"channels\" is -3");
+    CHECK_ERR(
+        rf_pkg_load(a, make_pkg("fracrows", plan_text("\"rows\": 49", "\"rows\": 4.5")), &pkg),
+        RF_CODE_PARSE_ERROR, "\"rows\" is 4.5");
     CHECK_ERR(rf_pkg_load(a,
-                          make_pkg("fracrows", "{\"channels\": 48, \"hidden\": 96, \"rows\": 4.5}"),
+                          make_pkg("badsched", plan_text("\"schedule\": \"persistent-smem\"",
+                                                         "\"schedule\": \"persistent-tmem\"")),
                           &pkg),
-              RF_CODE_PARSE_ERROR, "\"rows\" is 4.5");
-    CHECK_ERR(rf_pkg_load(a,
-                          make_pkg("nosched", "{\"channels\": 48, \"hidden\": 96, "
-                                              "\"library\": \"k.so\"}"),
-                          &pkg),
-              RF_CODE_PARSE_ERROR, "\"schedule\" is missing");
-    CHECK_ERR(rf_pkg_load(a,
-                          make_pkg("escape", "{\"channels\": 48, \"hidden\": 96, \"schedule\": "
-                                             "\"conventional\", \"library\": \"../k.so\"}"),
-                          &pkg),
-              RF_CODE_PARSE_ERROR, "inside the package");
-    CHECK_ERR(rf_pkg_load(a,
-                          make_pkg("nolib", "{\"channels\": 48, \"hidden\": 96, \"schedule\": "
-                                            "\"conventional\", \"library\": \"k.so\"}"),
-                          &pkg),
-              RF_CODE_NOT_FOUND, "cannot load kernel library");
-    CHECK_ERR(rf_pkg_load(a,
-                          make_pkg("badweights", "{\"channels\": 48, \"hidden\": 96, "
-                                                 "\"schedule\": \"conventional\", \"library\": "
-                                                 "\"k.so\", \"weights\": [1]}"),
-                          &pkg),
-              RF_CODE_PARSE_ERROR, "\"weights\" must be an object");
-    CHECK_ERR(rf_pkg_load(a,
-                          make_pkg("nomanifest", "{\"channels\": 48, \"hidden\": 96, "
-                                                 "\"schedule\": \"conventional\"}"),
-                          &pkg),
-              RF_CODE_NOT_FOUND, "kernel manifest");
+              RF_CODE_INVALID_ARGUMENT, "unknown schedule 'persistent-tmem'");
+    CHECK_ERR(rf_pkg_load(a, make_pkg("escape", plan_text("\"libk.so\"", "\"../k.so\"")), &pkg),
+              RF_CODE_PARSE_ERROR, "a file name in the package");
+    CHECK_ERR(rf_pkg_load(
+                  a,
+                  make_pkg("badkernel", plan_text("\"blocks_per_sm\": 4", "\"blocks_per_sm\": 0")),
+                  &pkg),
+              RF_CODE_PARSE_ERROR, "kernels[0].\"blocks_per_sm\" is 0");
+    CHECK_ERR(rf_pkg_load(
+                  a, make_pkg("badindex", plan_text("\"kernels\": [0]", "\"kernels\": [9]")), &pkg),
+              RF_CODE_PARSE_ERROR, "schedules.persistent-smem.kernels[0] is not a kernel index");
+    CHECK_ERR(rf_pkg_load(a, make_pkg("nolib", plan_text(NULL, NULL)), &pkg), RF_CODE_NOT_FOUND,
+              "cannot load kernel library");
     CHECK(pkg == NULL);
 }
 
@@ -116,10 +153,7 @@ static void test_fake_library(const char *fake_lib) {
     rf_pkg_t *pkg = NULL;
     rf_variant_t *v = NULL;
     char path[600];
-    const char *plan = "{\"channels\": 48, \"hidden\": 96, \"rows\": 49, \"tile_rows\": 16, "
-                       "\"schedule\": \"persistent-smem\", \"library\": \"libk.so\", "
-                       "\"weights\": {\"b1\": \"weights/b1.npy\"}}";
-    const char *dir = make_pkg("fake", plan);
+    const char *dir = make_pkg("fake", plan_text(NULL, NULL));
     snprintf(path, sizeof(path), "%s/libk.so", dir);
     if (copy_file(fake_lib, path) != 0) {
         fprintf(stderr, "cannot copy %s (build rf_test_fake_pkg first)\n", fake_lib);
@@ -142,25 +176,28 @@ static void test_fake_library(const char *fake_lib) {
     CHECK(rf_pkg_kernel_count(pkg, "conventional") == 2);
     CHECK(rf_pkg_kernel_count(pkg, "cublaslt") == -1);
     CHECK(rf_pkg_kernel_count(pkg, "nonsense") == -1);
+    CHECK(rf_pkg_plan(pkg)->target.sm_count == 132);
 
-    /* Weights: one named, present after we write it; others not named. */
+    /* Weights: read from weights.bin at the recorded offset; a short file is an error. */
     {
-        rf_tensor_t t, back;
-        rf_shape_t s = {1, {96}};
-        char wdir[600], wpath[700];
-        snprintf(wdir, sizeof(wdir), "%s/weights", dir);
-        mkdir(wdir, 0755);
-        snprintf(wpath, sizeof(wpath), "%s/b1.npy", wdir);
-        CHECK_OK(rf_tensor_alloc(a, RF_DTYPE_F32, &s, &t));
-        for (int i = 0; i < 96; i++)
-            ((float *)t.data)[i] = 0.25f * (float)(i + 1);
-        CHECK_OK(rf_npy_write(wpath, &t));
-        CHECK_OK(rf_pkg_weight(pkg, "b1", &back));
-        CHECK(back.dtype == RF_DTYPE_F32 && back.nbytes == t.nbytes &&
-              memcmp(back.data, t.data, t.nbytes) == 0);
+        rf_tensor_t back;
+        float w[4 * 96];
+        for (int i = 0; i < 4 * 96; i++)
+            w[i] = 0.25f * (float)(i + 1);
+        snprintf(path, sizeof(path), "%s/weights.bin", dir);
+        FILE *f = fopen(path, "wb");
+        CHECK(f && fwrite(w, sizeof w, 1, f) == 1);
+        if (f)
+            fclose(f);
+        CHECK_OK(rf_pkg_weight(pkg, "b1", &back)); /* offset 64 bytes = 16 floats */
+        CHECK(back.dtype == RF_DTYPE_F32 && back.nbytes == 96 * 4 &&
+              memcmp(back.data, w + 16, 96 * 4) == 0);
         rf_tensor_free(a, &back);
-        rf_tensor_free(a, &t);
-        CHECK_ERR(rf_pkg_weight(pkg, "w1", &back), RF_CODE_NOT_FOUND, "no weight \"w1\"");
+        CHECK_ERR(rf_pkg_weight(pkg, "w9", &back), RF_CODE_NOT_FOUND, "no weight \"w9\"");
+        f = fopen(path, "wb");
+        if (f)
+            fclose(f);
+        CHECK_ERR(rf_pkg_weight(pkg, "b2", &back), RF_CODE_IO_ERROR, "cut short");
     }
 
     CHECK_ERR(rf_variant_create_pkg(a, pkg, "persistent-tmem", &v), RF_CODE_NOT_FOUND,
@@ -194,25 +231,19 @@ static void test_fake_library(const char *fake_lib) {
     }
     rf_pkg_destroy(pkg);
 
-    /* Plan and library disagree: channels, then ABI version, then the chosen schedule. */
-    make_pkg("fake", "{\"channels\": 64, \"hidden\": 96, \"schedule\": \"conventional\", "
-                     "\"library\": \"libk.so\"}");
+    /* Plan and library disagree: the shape, then a kernel name. */
+    make_pkg("fake", plan_text("\"channels\": 48,\n  \"hidden\": 96",
+                               "\"channels\": 64,\n  \"hidden\": 96"));
     CHECK_ERR(rf_pkg_load_nogpu(a, dir, &pkg), RF_CODE_MISMATCH, "channels=48 hidden=96");
-    make_pkg("fake", "{\"channels\": 48, \"hidden\": 96, \"schedule\": \"persistent-tmem\", "
-                     "\"library\": \"libk.so\"}");
-    CHECK_ERR(rf_pkg_load_nogpu(a, dir, &pkg), RF_CODE_MISMATCH, "does not contain it");
+    make_pkg("fake", plan_text("\"rf_c48_h96_proj1_t16\"", "\"rf_c48_h96_proj1_t32\""));
+    CHECK_ERR(rf_pkg_load_nogpu(a, dir, &pkg), RF_CODE_MISMATCH,
+              "plan.json says \"rf_c48_h96_proj1_t32\"");
     /* A plan may choose the vendor schedule: it needs no kernels of the library. */
-    make_pkg("fake", "{\"channels\": 48, \"hidden\": 96, \"schedule\": \"cublaslt\", "
-                     "\"library\": \"libk.so\"}");
+    make_pkg("fake", plan_text("\"schedule\": \"persistent-smem\"", "\"schedule\": \"cublaslt\""));
     CHECK_OK(rf_pkg_load_nogpu(a, dir, &pkg));
     CHECK(pkg && strcmp(rf_pkg_schedule(pkg), "cublaslt") == 0);
     rf_pkg_destroy(pkg);
     pkg = NULL;
-    make_pkg("fake", plan);
-    setenv("RF_FAKE_ABI", "7", 1);
-    CHECK_ERR(rf_pkg_load_nogpu(a, dir, &pkg), RF_CODE_UNSUPPORTED, "ABI version 7");
-    unsetenv("RF_FAKE_ABI");
-    CHECK(pkg == NULL);
 }
 
 static void test_no_device(void) {
@@ -282,8 +313,7 @@ static void test_gpu(const char *fake_lib) {
     rf_mlp_buffers_t buf;
     void *stream = NULL;
     char path[600];
-    const char *dir = make_pkg("gpu", "{\"channels\": 48, \"hidden\": 96, \"schedule\": "
-                                      "\"conventional\", \"library\": \"libk.so\"}");
+    const char *dir = make_pkg("gpu", plan_text(NULL, NULL));
     snprintf(path, sizeof(path), "%s/libk.so", dir);
     CHECK(copy_file(fake_lib, path) == 0);
     CHECK_OK(rf_device_open(0, &info));

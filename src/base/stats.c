@@ -1,6 +1,6 @@
 /* Order statistics for the benchmark harness; see stats.h for the quantile definition.
  * Sorting a copy keeps the caller's observation order, which records the interleaving. */
-#include "bench/stats.h"
+#include "base/stats.h"
 
 #include <math.h>
 #include <stdlib.h>

@@ -1,9 +1,9 @@
-/* The residual MLP as an rf graph built from arrays (rowfuse/compile.h), and its CPU
+/* The residual MLP as an rf graph built from arrays (rowfuse/mlp.h), and its CPU
  * reference through the interpreter: what the GPU check and the C bench compare against,
  * so both use the one reference implementation (src/ref) rather than a loop of their own. */
 #include <string.h>
 
-#include "rowfuse/compile.h"
+#include "rowfuse/mlp.h"
 #include "rowfuse/ref.h"
 
 rf_status_t rf_mlp_graph_create(rf_allocator_t a, int64_t rows, int64_t channels, int64_t hidden,

@@ -1,0 +1,105 @@
+/* The residual MLP block's test data, CPU reference and the one correctness rule.
+ *
+ *   H = fp16(ReLU(X @ W1 + b1));   Y = ReLU(H @ W2 + b2 + X)
+ *   X [M,C], W1 [C,H], W2 [H,C] fp16 bit patterns; b1 [H], b2 [C], Y [M,C] f32
+ *
+ * One seeded generator (rf_rng_*, splitmix64) makes every random test input in rowfuse:
+ * the check, the C bench, the Python bench and tests (Python calls these functions through
+ * librowfuse.so, so the same seed gives the same numbers). One reference: the CPU
+ * interpreter (src/ref) in the plan's mixed precision (H rounded to fp16, fp64
+ * elsewhere). One comparison: rf_mlp_compare, used by `rowfuse check`, `rowfuse bench`,
+ * the Python bench and the tests.
+ *
+ * Ownership: rf_mlp_case_create allocates every array with the given allocator;
+ * rf_mlp_case_free releases them (accepts a zeroed case). Nothing else allocates.
+ */
+#ifndef ROWFUSE_MLP_H
+#define ROWFUSE_MLP_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "rowfuse/alloc.h"
+#include "rowfuse/graph.h"
+#include "rowfuse/ref.h"
+#include "rowfuse/status.h"
+#include "rowfuse/tensor.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- the generator ---- */
+typedef struct rf_rng {
+    uint64_t state;
+} rf_rng_t;
+
+void rf_rng_seed(rf_rng_t *rng, uint64_t seed);
+uint64_t rf_rng_next(rf_rng_t *rng); /* splitmix64 */
+/* Uniform in [-a, a] with |v| >= a/1000 (never zero after rounding to fp16). */
+double rf_rng_uniform(rf_rng_t *rng, double a);
+/* n values uniform in [-a, a] (rf_rng_uniform), as fp16 bit patterns or as f32. */
+void rf_rng_fill_f16(rf_rng_t *rng, double a, uint16_t *out, size_t n);
+void rf_rng_fill_f32(rf_rng_t *rng, double a, float *out, size_t n);
+
+/* ---- one test case ---- */
+typedef struct rf_mlp_case {
+    int64_t rows, channels, hidden;
+    uint64_t seed;
+    uint16_t *x, *w1, *w2; /* fp16 bit patterns; x NULL when rows == 0 */
+    float *b1, *b2;
+    float *ref; /* [rows, channels], mixed precision; NULL when rows == 0 or not asked */
+} rf_mlp_case_t;
+
+/* Draws, in this order, W1 ~ U(+-3/sqrt(C)), b1 ~ U(+-0.5), W2 ~ U(+-3/sqrt(H)),
+ * b2 ~ U(+-0.5), X ~ U(+-1), all from rf_rng_seed(seed); with_reference computes ref.
+ * rows may be 0 (weights only). INVALID_ARGUMENT for a bad or overflowing shape. */
+rf_status_t rf_mlp_case_create(rf_allocator_t allocator, int64_t rows, int64_t channels,
+                               int64_t hidden, uint64_t seed, int with_reference,
+                               rf_mlp_case_t *out_case);
+void rf_mlp_case_free(rf_allocator_t allocator, rf_mlp_case_t *mlp_case);
+
+/* The residual MLP block as a graph (MatMul + Add form), X [rows, C] fp16 the one input,
+ * the weights constants (copied). It mixes an fp16 input with f32 biases, as the GPU plan
+ * does, so it is for the reference interpreter, not for the verifier. */
+rf_status_t rf_mlp_graph_create(rf_allocator_t allocator, int64_t rows, int64_t channels,
+                                int64_t hidden, const uint16_t *w1, const float *b1,
+                                const uint16_t *w2, const float *b2, rf_graph_t **out_graph);
+
+/* The block's output on the CPU interpreter (f64 for RF_PRECISION_FP64, f32 for MIXED);
+ * *out_y from the allocator, free with rf_tensor_free. */
+rf_status_t rf_mlp_reference(rf_allocator_t allocator, rf_precision_t precision, int64_t rows,
+                             int64_t channels, int64_t hidden, const uint16_t *x,
+                             const uint16_t *w1, const float *b1, const uint16_t *w2,
+                             const float *b2, rf_tensor_t *out_y);
+
+/* ---- the one comparison ---- */
+typedef struct rf_mlp_tolerance {
+    double rel_l2;     /* ||y - ref|| / ||ref|| */
+    double atol, rtol; /* every element: |y - ref| <= atol + rtol |ref| */
+} rf_mlp_tolerance_t;
+
+/* The tolerances every gate uses (src/check/README.md says why). */
+rf_mlp_tolerance_t rf_mlp_tolerance_default(void);
+
+typedef struct rf_mlp_compare_result {
+    int passed;
+    int64_t nonfinite, out_of_tol;
+    double max_abs, rel_l2;
+    int64_t worst_index; /* first non-finite element, else the largest error; -1 if n == 0 */
+    double worst_got, worst_ref;
+} rf_mlp_compare_result_t;
+
+/* Compares n outputs with the reference under tol. Never fails: the verdict is
+ * out->passed; a NaN anywhere fails. */
+void rf_mlp_compare(const float *y, const float *ref, size_t n, const rf_mlp_tolerance_t *tol,
+                    rf_mlp_compare_result_t *out);
+/* One line describing a failed comparison ("3 of 4704 values non-finite, first at [0, 5]:
+ * got nan, want 0.25"); "" when it passed. */
+void rf_mlp_compare_describe(const rf_mlp_compare_result_t *r, int64_t channels, char *out,
+                             size_t out_size);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,173 @@
+"""ctypes binding of librowfuse.so: the one test-data generator, CPU reference, comparison
+and quantile that C and Python share (rowfuse/mlp.h, src/base/stats.c).
+
+    case = clib.mlp_case(rows, channels, hidden, seed)   # numpy arrays, ref in mixed precision
+    verdict = clib.compare(y, case.ref, channels)        # the one pass rule
+    clib.quantile(sorted_values, 0.5)
+
+The library is found from $ROWFUSE_LIB, else build*/librowfuse.so under the repository,
+else the loader path. Needs numpy, not torch and not a GPU.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import glob
+import os
+from dataclasses import dataclass
+
+import numpy as np
+
+from rowfuse import cabi
+
+_LIB = None
+
+
+class RowfuseError(RuntimeError):
+    """A C call failed; the message is the library's status message."""
+
+
+def library_path(env: str = "ROWFUSE_LIB", name: str = "librowfuse.so") -> str:
+    if os.environ.get(env):
+        return os.environ[env]
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    found = sorted(glob.glob(os.path.join(root, "build*", name)))
+    return found[0] if found else name
+
+
+def lib():
+    global _LIB
+    if _LIB is not None:
+        return _LIB
+    path = library_path()
+    try:
+        handle = ctypes.CDLL(path)
+    except OSError as e:
+        raise RowfuseError(f"cannot load the rowfuse library {path}: {e}") from e
+    P, V, st = ctypes.POINTER, ctypes.c_void_p, ctypes.c_void_p
+    sigs = {
+        "rf_status_message": (ctypes.c_char_p, [st]),
+        "rf_status_free": (None, [st]),
+        "rf_allocator_system": (cabi.Allocator, []),
+        "rf_mlp_case_create": (
+            st,
+            [cabi.Allocator, ctypes.c_int64, ctypes.c_int64, ctypes.c_int64, ctypes.c_uint64]
+            + [ctypes.c_int, P(cabi.MlpCase)],
+        ),
+        "rf_mlp_case_free": (None, [cabi.Allocator, P(cabi.MlpCase)]),
+        "rf_mlp_tolerance_default": (cabi.Tolerance, []),
+        "rf_mlp_compare": (
+            None,
+            [V, V, ctypes.c_size_t, P(cabi.Tolerance), P(cabi.CompareResult)],
+        ),
+        "rf_mlp_compare_describe": (
+            None,
+            [P(cabi.CompareResult), ctypes.c_int64, ctypes.c_char_p, ctypes.c_size_t],
+        ),
+        "rf_bench_quantile_sorted": (ctypes.c_double, [V, ctypes.c_size_t, ctypes.c_double]),
+        "rf_mlp_weights_hash": (None, [P(cabi.MlpWeights), ctypes.c_char_p]),
+    }
+    for name, (res, argtypes) in sigs.items():
+        fn = getattr(handle, name)
+        fn.restype, fn.argtypes = res, argtypes
+    _LIB = handle
+    return handle
+
+
+def check(status, what: str) -> None:
+    if status:
+        msg = lib().rf_status_message(status).decode(errors="replace")
+        lib().rf_status_free(status)
+        raise RowfuseError(f"{what}: {msg}")
+
+
+@dataclass
+class MlpCase:
+    """Inputs as the kernels take them (fp16 as numpy float16) and the reference Y."""
+
+    x: np.ndarray  # [rows, C] float16
+    w1: np.ndarray  # [C, H] float16
+    b1: np.ndarray  # [H] float32
+    w2: np.ndarray  # [H, C] float16
+    b2: np.ndarray  # [C] float32
+    ref: np.ndarray | None  # [rows, C] float32, mixed precision (H rounded to fp16)
+    seed: int
+
+
+def _copy(ptr, n: int, dtype) -> np.ndarray:
+    buf = (ctypes.c_char * (n * np.dtype(dtype).itemsize)).from_address(ptr)
+    return np.frombuffer(bytes(buf), dtype=dtype).copy()
+
+
+def mlp_case(rows: int, channels: int, hidden: int, seed: int, reference: bool = True) -> MlpCase:
+    """rf_mlp_case_create: the same seed gives the same numbers as every C caller."""
+    c = cabi.MlpCase()
+    a = lib().rf_allocator_system()
+    check(
+        lib().rf_mlp_case_create(a, rows, channels, hidden, seed, int(reference), ctypes.byref(c)),
+        f"test case {rows}x{channels}x{hidden}",
+    )
+    try:
+        return MlpCase(
+            x=_copy(c.x, rows * channels, np.float16).reshape(rows, channels),
+            w1=_copy(c.w1, channels * hidden, np.float16).reshape(channels, hidden),
+            b1=_copy(c.b1, hidden, np.float32),
+            w2=_copy(c.w2, hidden * channels, np.float16).reshape(hidden, channels),
+            b2=_copy(c.b2, channels, np.float32),
+            ref=_copy(c.ref, rows * channels, np.float32).reshape(rows, channels)
+            if reference
+            else None,
+            seed=seed,
+        )
+    finally:
+        lib().rf_mlp_case_free(a, ctypes.byref(c))
+
+
+def tolerance() -> cabi.Tolerance:
+    return lib().rf_mlp_tolerance_default()
+
+
+def compare(y: np.ndarray, ref: np.ndarray, channels: int, tol=None) -> dict:
+    """rf_mlp_compare on float32 arrays: the verdict and its figures, with a message."""
+    y = np.ascontiguousarray(y, dtype=np.float32)
+    ref = np.ascontiguousarray(ref, dtype=np.float32)
+    if y.size != ref.size:
+        raise ValueError(f"output has {y.size} values, reference {ref.size}")
+    t = tol if tol is not None else tolerance()
+    r = cabi.CompareResult()
+    lib().rf_mlp_compare(y.ctypes.data, ref.ctypes.data, y.size, ctypes.byref(t), ctypes.byref(r))
+    why = ctypes.create_string_buffer(256)
+    lib().rf_mlp_compare_describe(ctypes.byref(r), channels, why, 256)
+    return {
+        "passed": bool(r.passed),
+        "nonfinite": r.nonfinite,
+        "out_of_tol": r.out_of_tol,
+        "rel_l2": r.rel_l2,
+        "max_abs": r.max_abs,
+        "tol": {"rel_l2": t.rel_l2, "atol": t.atol, "rtol": t.rtol},
+        "message": why.value.decode(),
+    }
+
+
+def quantile(sorted_values, q: float) -> float:
+    """rf_bench_quantile_sorted (linear between closest ranks, numpy's 'type 7')."""
+    n = len(sorted_values)
+    if n == 0:
+        raise ValueError("quantile of an empty sequence")
+    if not 0.0 <= q <= 1.0:
+        raise ValueError(f"quantile q must be in [0, 1], got {q}")
+    arr = np.ascontiguousarray(sorted_values, dtype=np.float64)
+    return float(lib().rf_bench_quantile_sorted(arr.ctypes.data, n, q))
+
+
+def weights_hash(w1, b1, w2, b2) -> str:
+    """rf_mlp_weights_hash of fp16 W1 [C,H], W2 [H,C] and f32 biases (plan.json graph_hash)."""
+    w1 = np.ascontiguousarray(w1, dtype=np.float16)
+    w2 = np.ascontiguousarray(w2, dtype=np.float16)
+    b1 = np.ascontiguousarray(b1, dtype=np.float32)
+    b2 = np.ascontiguousarray(b2, dtype=np.float32)
+    c, h = w1.shape
+    w = cabi.MlpWeights(c, h, w1.ctypes.data, w2.ctypes.data, b1.ctypes.data, b2.ctypes.data)
+    out = ctypes.create_string_buffer(17)
+    lib().rf_mlp_weights_hash(ctypes.byref(w), out)
+    return out.value.decode()

@@ -1,0 +1,130 @@
+/* The planner: every decision of a package, made once, before any file is written: the
+ * schedule (schedule.c), and for each schedule the package carries, its kernels' tile rows,
+ * prefetch and store options and geometry (tiling.c), on the target's SM count and shared
+ * memory. rf_compile_package (package.c) adds the grid rule once the generator has
+ * reported each kernel's registers. */
+#include <stdio.h>
+#include <string.h>
+
+#include "rowfuse/compile.h"
+
+/* A larger tile re-reads the weights fewer times but leaves SMs idle below ~one tile per
+ * SM; X prefetch + split W2 measured a win (or even) from this many rows (notes/kernels.md,
+ * H200 runs 3 and 4). */
+#define RF_AUTO_XPF_ROWS 1000
+
+void rf_compile_options_default(rf_compile_options_t *o) {
+    memset(o, 0, sizeof(*o));
+    o->schedule = "auto";
+    o->target = "h200";
+    o->x_prefetch = -1;
+    o->y_vec2 = -1;
+    o->grid = RF_GRID_AUTO;
+    o->python = "python3";
+}
+
+/* The specs of one schedule's kernels at tile rows tm; UNSUPPORTED when one does not fit. */
+static rf_status_t schedule_specs(rf_schedule_t s, int c, int h, int tm, int xpf, int split,
+                                  const rf_compile_options_t *o, const rf_target_t *t,
+                                  rf_kernel_spec_t out[2], int *out_n) {
+    rf_kernel_mode_t modes[2];
+    int n = rf_schedule_kernel_modes(s, modes);
+    int yv2 = o->y_vec2 >= 0 ? o->y_vec2 : s == RF_SCHEDULE_PERSISTENT_SMEM;
+    for (int i = 0; i < n; i++)
+        RF_RETURN_IF_ERROR_PLAIN(
+            rf_kernel_geometry(modes[i], c, h, tm, xpf, split, yv2, o->ring, t, &out[i]));
+    for (int i = 0; i < n; i++) {
+        out[i].min_blocks = o->min_blocks;
+        out[i].grid_balanced = o->grid == RF_GRID_BALANCED ||
+                               (o->grid == RF_GRID_AUTO && s == RF_SCHEDULE_PERSISTENT_SMEM);
+    }
+    *out_n = n;
+    return RF_OK;
+}
+
+/* Tile rows: with --tile-rows auto the largest of 64/32 that still gives about one tile per
+ * SM (ceil(rows / tile) >= 0.9 SMs), else 16; a tile the geometry rejects steps down. */
+static rf_status_t schedule_tiling(rf_schedule_t s, int64_t rows, int c, int h,
+                                   const rf_compile_options_t *o, const rf_target_t *t,
+                                   rf_kernel_spec_t out[2], int *out_n) {
+    int fusedsched = s == RF_SCHEDULE_PERSISTENT_SMEM || s == RF_SCHEDULE_PERSISTENT_GMEM;
+    int xpf = o->x_prefetch >= 0 ? o->x_prefetch : (rows >= RF_AUTO_XPF_ROWS && fusedsched);
+    int64_t min_tiles = ((int64_t)t->sm_count * 9 + 9) / 10;
+    int tile = 16;
+    rf_status_t st = RF_OK;
+    if (o->tile_rows)
+        return schedule_specs(s, c, h, o->tile_rows, xpf, xpf, o, t, out, out_n);
+    for (int cand = 64; cand >= 32; cand /= 2)
+        if ((rows + cand - 1) / cand >= min_tiles) {
+            tile = cand;
+            break;
+        }
+    for (int cand = tile; cand >= 16; cand /= 2) {
+        rf_status_free(st);
+        st = schedule_specs(s, c, h, cand, xpf, xpf, o, t, out, out_n);
+        if (!st)
+            return RF_OK;
+    }
+    return st;
+}
+
+rf_status_t rf_compile_plan(int64_t channels, int64_t hidden, const rf_compile_options_t *o,
+                            rf_plan_t *p) {
+    memset(p, 0, sizeof(*p));
+    if (o->rows < 1 || o->rows > RF_MAX_DIM)
+        return RF_ERR(RF_CODE_INVALID_ARGUMENT, "rows %lld outside 1..%lld", (long long)o->rows,
+                      (long long)RF_MAX_DIM);
+    if (o->tile_rows != 0 && o->tile_rows != 16 && o->tile_rows != 32 && o->tile_rows != 64)
+        return RF_ERR(RF_CODE_INVALID_ARGUMENT, "tile rows must be auto, 16, 32 or 64, not %d",
+                      o->tile_rows);
+    RF_RETURN_IF_ERROR_PLAIN(rf_target_lookup(o->target ? o->target : "h200", &p->target));
+    if (o->sm_count < 0 || o->sm_count > 1024)
+        return RF_ERR(RF_CODE_INVALID_ARGUMENT, "SM count %d outside 1..1024", o->sm_count);
+    if (o->sm_count)
+        p->target.sm_count = o->sm_count;
+    p->version = RF_PLAN_VERSION;
+    p->rows = o->rows;
+    p->channels = channels;
+    p->hidden = hidden;
+    p->max_grid = o->max_grid;
+    snprintf(p->model, sizeof p->model, "%s", o->model ? o->model : "");
+    snprintf(p->library, sizeof p->library, "librowfuse_pkg.so");
+    if (!o->schedule || !strcmp(o->schedule, "auto"))
+        p->schedule =
+            rf_schedule_choose(o->rows, channels, hidden, &p->target, p->reason, sizeof p->reason);
+    else {
+        RF_RETURN_IF_ERROR_PLAIN(rf_schedule_parse(o->schedule, &p->schedule));
+        snprintf(p->reason, sizeof p->reason, "chosen with --schedule");
+    }
+    for (int s = 0; s < RF_SCHEDULE_COUNT; s++) {
+        rf_plan_schedule_t *ps = &p->schedules[s];
+        rf_kernel_spec_t specs[2];
+        int n = 0;
+        if (s == RF_SCHEDULE_CUBLASLT) {
+            ps->available = 1; /* the runtime's vendor variant: no package kernels */
+            continue;
+        }
+        rf_status_t st = schedule_tiling((rf_schedule_t)s, o->rows, (int)channels, (int)hidden, o,
+                                         &p->target, specs, &n);
+        if (st) {
+            snprintf(ps->rejected, sizeof ps->rejected, "%s", rf_status_message(st));
+            rf_status_free(st);
+            continue;
+        }
+        ps->available = 1;
+        ps->kernel_count = n;
+        for (int i = 0; i < n; i++) {
+            ps->kernel[i] = p->kernel_count;
+            p->kernels[p->kernel_count++] = specs[i];
+        }
+    }
+    if (!p->schedules[p->schedule].available)
+        return RF_ERR(RF_CODE_UNSUPPORTED, "schedule %s cannot run %lldx%lldx%lld on %s: %s",
+                      rf_schedule_name(p->schedule), (long long)o->rows, (long long)channels,
+                      (long long)hidden, p->target.name, p->schedules[p->schedule].rejected);
+    if (p->kernel_count == 0)
+        return RF_ERR(RF_CODE_UNSUPPORTED, "no rowfuse kernel fits C=%lld H=%lld on %s: %s",
+                      (long long)channels, (long long)hidden, p->target.name,
+                      p->schedules[RF_SCHEDULE_PERSISTENT_SMEM].rejected);
+    return RF_OK;
+}

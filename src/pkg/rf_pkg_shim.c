@@ -1,0 +1,115 @@
+/* The C shim of every rowfuse kernel package (rowfuse/kernel_abi.h).
+ *
+ * Compiled into each package's librowfuse_pkg.so together with the kernels that the CuTe
+ * DSL exported (export_to_c). The package supplies one generated table, rf_pkg_table.h:
+ *   RF_PKG_CHANNELS, RF_PKG_HIDDEN   the shape the kernels were specialised for
+ *   #include "kernels/<name>.h"       each kernel's export_to_c header
+ *   RF_PKG_KERNELS(X)                 X(name) per kernel, in plan.json's order
+ * and nothing else: the schedules, launch order and grid are the runtime's to apply from
+ * plan.json. Never prints; errors are returned as CUDA error numbers.
+ */
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+/* The exported headers report load errors through this macro; keep the first one. */
+static int rf_pkg_first_error;
+#define CUTE_DSL_CUDA_ERROR_CHECK(err)                                                             \
+    do {                                                                                           \
+        if ((err) != cudaSuccess && rf_pkg_first_error == 0)                                       \
+            rf_pkg_first_error = (int)(err);                                                       \
+    } while (0)
+
+#include "rf_pkg_table.h"
+#include "rowfuse/kernel_abi.h"
+
+#define RF_PKG_EXPORT __attribute__((visibility("default")))
+
+typedef int (*rf_pkg_launcher_t)(const rf_mlp_args_t *a, int32_t rows, int32_t grid,
+                                 cudaStream_t stream);
+
+#define RF_PKG_MODULE(p) static p##_Kernel_Module_t p##_mod;
+RF_PKG_KERNELS(RF_PKG_MODULE)
+
+/* One launcher per kernel: wraps the device pointers in the exported tensor structs (rows
+ * is the one dynamic extent) and calls the exported wrapper. */
+#define RF_PKG_LAUNCHER(p)                                                                         \
+    static int p##_launch(const rf_mlp_args_t *a, int32_t rows, int32_t grid, cudaStream_t st) {   \
+        p##_Tensor_mX_t x = {(void *)a->x, {rows}};                                                \
+        p##_Tensor_mW1_t w1 = {(void *)a->w1};                                                     \
+        p##_Tensor_mB1_t b1 = {(void *)a->b1};                                                     \
+        p##_Tensor_mW2_t w2 = {(void *)a->w2};                                                     \
+        p##_Tensor_mB2_t b2 = {(void *)a->b2};                                                     \
+        p##_Tensor_mH_t h = {a->h, {rows}};                                                        \
+        p##_Tensor_mY_t y = {(void *)a->y, {rows}};                                                \
+        return (int)cute_dsl_##p##_wrapper(&p##_mod, &x, &w1, &b1, &w2, &b2, &h, &y, rows, grid,   \
+                                           st);                                                    \
+    }
+RF_PKG_KERNELS(RF_PKG_LAUNCHER)
+
+#define RF_PKG_ENTRY(p) {#p, p##_launch},
+static const struct {
+    const char *name;
+    rf_pkg_launcher_t launch;
+} rf_pkg_entries[] = {RF_PKG_KERNELS(RF_PKG_ENTRY)};
+enum { RF_PKG_N = (int)(sizeof rf_pkg_entries / sizeof rf_pkg_entries[0]) };
+
+static int rf_pkg_ready;
+
+RF_PKG_EXPORT int rf_pkg_abi_version(void);
+RF_PKG_EXPORT int rf_pkg_channels(void);
+RF_PKG_EXPORT int rf_pkg_hidden(void);
+RF_PKG_EXPORT int rf_pkg_kernel_count(void);
+RF_PKG_EXPORT const char *rf_pkg_kernel_name(int index);
+RF_PKG_EXPORT int rf_pkg_init(void);
+RF_PKG_EXPORT int rf_pkg_launch(int index, const rf_mlp_args_t *a, int32_t grid, void *stream);
+
+int rf_pkg_abi_version(void) {
+    return RF_KERNEL_ABI_VERSION;
+}
+int rf_pkg_channels(void) {
+    return RF_PKG_CHANNELS;
+}
+int rf_pkg_hidden(void) {
+    return RF_PKG_HIDDEN;
+}
+int rf_pkg_kernel_count(void) {
+    return RF_PKG_N;
+}
+const char *rf_pkg_kernel_name(int index) {
+    return index >= 0 && index < RF_PKG_N ? rf_pkg_entries[index].name : NULL;
+}
+
+int rf_pkg_init(void) {
+    if (rf_pkg_ready)
+        return 0;
+    rf_pkg_first_error = 0;
+#define RF_PKG_LOAD(p) p##_Kernel_Module_Load(&p##_mod);
+    RF_PKG_KERNELS(RF_PKG_LOAD)
+#undef RF_PKG_LOAD
+    if (rf_pkg_first_error != 0)
+        return rf_pkg_first_error;
+    rf_pkg_ready = 1;
+    return 0;
+}
+
+static int rf_pkg_aligned(const void *p) {
+    return ((uintptr_t)p & 15u) == 0;
+}
+
+int rf_pkg_launch(int index, const rf_mlp_args_t *a, int32_t grid, void *stream) {
+    const int64_t widest = RF_PKG_CHANNELS > RF_PKG_HIDDEN ? RF_PKG_CHANNELS : RF_PKG_HIDDEN;
+    if (!rf_pkg_ready)
+        return (int)cudaErrorNotReady;
+    if (index < 0 || index >= RF_PKG_N || a == NULL || grid < 1)
+        return (int)cudaErrorInvalidValue;
+    if (a->rows < 0 || a->rows * widest > INT32_MAX)
+        return (int)cudaErrorInvalidValue;
+    if (!a->x || !a->w1 || !a->b1 || !a->w2 || !a->b2 || !a->y)
+        return (int)cudaErrorInvalidValue;
+    if (!rf_pkg_aligned(a->x) || !rf_pkg_aligned(a->w1) || !rf_pkg_aligned(a->b1) ||
+        !rf_pkg_aligned(a->w2) || !rf_pkg_aligned(a->b2) || !rf_pkg_aligned(a->y) ||
+        !rf_pkg_aligned(a->h))
+        return (int)cudaErrorInvalidValue;
+    return rf_pkg_entries[index].launch(a, (int32_t)a->rows, grid, (cudaStream_t)stream);
+}

@@ -1,0 +1,57 @@
+/* Prints, as JSON, the size of every C struct Python mirrors with ctypes
+ * (python/rowfuse/cabi.py) and the offset of each field, as this compiler lays them out;
+ * tests/python/test_cabi.py compares the two. Not a ctest: a tool the test runs. */
+#include <stddef.h>
+#include <stdio.h>
+
+#include "rowfuse/alloc.h"
+#include "rowfuse/compile.h"
+#include "rowfuse/kernel_abi.h"
+#include "rowfuse/mlp.h"
+#include "rowfuse/runtime.h"
+
+#define F(T, f) printf("%s\"%s\": %zu", first++ ? ", " : "", #f, offsetof(T, f))
+#define BEGIN(T)                                                                                   \
+    printf("%s\"" #T "\": {\"size\": %zu, \"fields\": {", nstruct++ ? ",\n" : "", sizeof(T)),      \
+        first = 0
+#define END() printf("}}")
+
+int main(void) {
+    int first = 0, nstruct = 0;
+    printf("{\n");
+    BEGIN(rf_allocator_t);
+    F(rf_allocator_t, alloc), F(rf_allocator_t, realloc), F(rf_allocator_t, free);
+    F(rf_allocator_t, ctx);
+    END();
+    BEGIN(rf_mlp_args_t);
+    F(rf_mlp_args_t, x), F(rf_mlp_args_t, w1), F(rf_mlp_args_t, b1), F(rf_mlp_args_t, w2);
+    F(rf_mlp_args_t, b2), F(rf_mlp_args_t, h), F(rf_mlp_args_t, y), F(rf_mlp_args_t, rows);
+    END();
+    BEGIN(rf_device_info_t);
+    F(rf_device_info_t, ordinal), F(rf_device_info_t, name), F(rf_device_info_t, cc_major);
+    F(rf_device_info_t, cc_minor), F(rf_device_info_t, sm_count);
+    F(rf_device_info_t, driver_version), F(rf_device_info_t, runtime_version);
+    F(rf_device_info_t, total_mem), F(rf_device_info_t, clock_khz);
+    F(rf_device_info_t, mem_clock_khz);
+    END();
+    BEGIN(rf_mlp_case_t);
+    F(rf_mlp_case_t, rows), F(rf_mlp_case_t, channels), F(rf_mlp_case_t, hidden);
+    F(rf_mlp_case_t, seed), F(rf_mlp_case_t, x), F(rf_mlp_case_t, w1), F(rf_mlp_case_t, w2);
+    F(rf_mlp_case_t, b1), F(rf_mlp_case_t, b2), F(rf_mlp_case_t, ref);
+    END();
+    BEGIN(rf_mlp_tolerance_t);
+    F(rf_mlp_tolerance_t, rel_l2), F(rf_mlp_tolerance_t, atol), F(rf_mlp_tolerance_t, rtol);
+    END();
+    BEGIN(rf_mlp_compare_result_t);
+    F(rf_mlp_compare_result_t, passed), F(rf_mlp_compare_result_t, nonfinite);
+    F(rf_mlp_compare_result_t, out_of_tol), F(rf_mlp_compare_result_t, max_abs);
+    F(rf_mlp_compare_result_t, rel_l2), F(rf_mlp_compare_result_t, worst_index);
+    F(rf_mlp_compare_result_t, worst_got), F(rf_mlp_compare_result_t, worst_ref);
+    END();
+    BEGIN(rf_mlp_weights_t);
+    F(rf_mlp_weights_t, channels), F(rf_mlp_weights_t, hidden), F(rf_mlp_weights_t, w1);
+    F(rf_mlp_weights_t, w2), F(rf_mlp_weights_t, b1), F(rf_mlp_weights_t, b2);
+    END();
+    printf("\n}\n");
+    return 0;
+}
