@@ -31,8 +31,10 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
+sys.path.insert(0, os.path.join(REPO, "python"))
+from rowfuse.names import PLAN_VERSION as SPEC_VERSION  # noqa: E402
+
 SPEC_FORMAT = "rowfuse-kernel-spec"
-SPEC_VERSION = 2  # RF_PLAN_VERSION in include/rowfuse/plan.h (checked by a test)
 HOST_TRIPLE = "x86_64-unknown-linux-gnu"
 
 

@@ -36,6 +36,7 @@ import cuda.bindings.driver as cuda
 import cutlass
 import cutlass.cute as cute
 from cutlass.cute.nvgpu import cpasync, warp
+from rowfuse.names import KERNEL_MODES as MODES
 
 DEBUG = False
 
@@ -122,9 +123,6 @@ class Plan:
         if plan.hc % step or plan.cp < plan.channels or plan.hp < plan.hidden:
             raise SpecError(f"{plan.name}: hidden chunk or padding does not cover the shape")
         return plan
-
-
-MODES = ("fused_smem", "fused_gmem", "proj1", "proj2")
 
 
 class MlpKernel:

@@ -116,6 +116,8 @@ int64_t rf_pkg_tile_rows(const rf_pkg_t *pkg);    /* 0 if the plan does not say 
 const char *rf_pkg_schedule(const rf_pkg_t *pkg); /* the scheduler's choice */
 /* The package's whole contract, as read from plan.json (lent). */
 const rf_plan_t *rf_pkg_plan(const rf_pkg_t *pkg);
+/* plan.json's graph_hash: rf_mlp_weights_hash of the weights it was compiled from. */
+const char *rf_pkg_graph_hash(const rf_pkg_t *pkg);
 /* Kernels one launch of `schedule` enqueues (>= 1), or -1 if the package lacks it. */
 int rf_pkg_kernel_count(const rf_pkg_t *pkg, const char *schedule);
 /* Reads weight `name` ("w1", "b1", "w2", "b2") from weights.bin, where plan.json says, into
@@ -124,6 +126,9 @@ int rf_pkg_kernel_count(const rf_pkg_t *pkg, const char *schedule);
 rf_status_t rf_pkg_weight(const rf_pkg_t *pkg, const char *name, rf_tensor_t *out_tensor);
 /* Uploads w1, b1, w2, b2 from the package into `buffers` (shapes must match). */
 rf_status_t rf_pkg_upload_weights(const rf_pkg_t *pkg, rf_mlp_buffers_t *buffers);
+/* The same into caller-owned device arrays (W1 [C,H] fp16, b1 [H] f32, W2 [H,C] fp16,
+ * b2 [C] f32 of the package's shape). */
+rf_status_t rf_pkg_upload_weights_to(const rf_pkg_t *pkg, void *w1, void *b1, void *w2, void *b2);
 
 /* ---- variants ---- */
 

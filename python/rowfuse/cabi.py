@@ -93,6 +93,19 @@ class MlpWeights(ctypes.Structure):  # rf_mlp_weights_t, rowfuse/compile.h
     ]
 
 
+RF_MAX_RANK = 8  # rowfuse/graph.h (the layout test checks the struct it sizes)
+RF_DTYPE_F64 = 4  # rf_dtype_t value of f64 (checked by the layout test too)
+RF_PRECISION_FP64 = 0  # rf_precision_t, rowfuse/ref.h
+
+
+class Shape(ctypes.Structure):  # rf_shape_t, rowfuse/graph.h
+    _fields_ = [("rank", c_int), ("dims", c_i64 * RF_MAX_RANK)]
+
+
+class Tensor(ctypes.Structure):  # rf_tensor_t, rowfuse/tensor.h
+    _fields_ = [("dtype", c_int), ("shape", Shape), ("data", c_ptr), ("nbytes", ctypes.c_size_t)]
+
+
 # C struct name -> ctypes class, for the layout test
 STRUCTS = {
     "rf_allocator_t": Allocator,
@@ -102,4 +115,12 @@ STRUCTS = {
     "rf_mlp_tolerance_t": Tolerance,
     "rf_mlp_compare_result_t": CompareResult,
     "rf_mlp_weights_t": MlpWeights,
+    "rf_shape_t": Shape,
+    "rf_tensor_t": Tensor,
+}
+# C constant name -> Python value, for the layout test
+CONSTANTS = {
+    "RF_MAX_RANK": RF_MAX_RANK,
+    "RF_DTYPE_F64": RF_DTYPE_F64,
+    "RF_PRECISION_FP64": RF_PRECISION_FP64,
 }

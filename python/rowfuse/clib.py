@@ -66,6 +66,12 @@ def lib():
         ),
         "rf_bench_quantile_sorted": (ctypes.c_double, [V, ctypes.c_size_t, ctypes.c_double]),
         "rf_mlp_weights_hash": (None, [P(cabi.MlpWeights), ctypes.c_char_p]),
+        "rf_mlp_reference": (
+            st,
+            [cabi.Allocator, ctypes.c_int, ctypes.c_int64, ctypes.c_int64, ctypes.c_int64]
+            + [V, V, V, V, V, P(cabi.Tensor)],
+        ),
+        "rf_tensor_free": (None, [cabi.Allocator, P(cabi.Tensor)]),
     }
     for name, (res, argtypes) in sigs.items():
         fn = getattr(handle, name)
@@ -158,6 +164,26 @@ def quantile(sorted_values, q: float) -> float:
         raise ValueError(f"quantile q must be in [0, 1], got {q}")
     arr = np.ascontiguousarray(sorted_values, dtype=np.float64)
     return float(lib().rf_bench_quantile_sorted(arr.ctypes.data, n, q))
+
+
+def reference_fp64(x, w1, b1, w2, b2) -> np.ndarray:
+    """rf_mlp_reference in fp64 (the CPU interpreter) on fp16 X [M,C], W1 [C,H], W2 [H,C]
+    and f32 biases; returns Y [M, C] float64."""
+    x, w1, w2 = (np.ascontiguousarray(a, dtype=np.float16) for a in (x, w1, w2))
+    b1, b2 = (np.ascontiguousarray(a, dtype=np.float32) for a in (b1, b2))
+    (m, c), h = x.shape, w1.shape[1]
+    out, a = cabi.Tensor(), lib().rf_allocator_system()
+    ptrs = (x.ctypes.data, w1.ctypes.data, b1.ctypes.data, w2.ctypes.data, b2.ctypes.data)
+    check(
+        lib().rf_mlp_reference(a, cabi.RF_PRECISION_FP64, m, c, h, *ptrs, ctypes.byref(out)),
+        "the CPU reference",
+    )
+    try:
+        if out.dtype != cabi.RF_DTYPE_F64 or out.nbytes != m * c * 8:
+            raise RowfuseError("the CPU reference returned an unexpected tensor")
+        return _copy(out.data, m * c, np.float64).reshape(m, c)
+    finally:
+        lib().rf_tensor_free(a, ctypes.byref(out))
 
 
 def weights_hash(w1, b1, w2, b2) -> str:

@@ -16,8 +16,6 @@ import argparse
 import json
 import math
 import os
-import shutil
-import subprocess
 import sys
 
 SCHEMA = "rowfuse-bench/1"
@@ -113,7 +111,7 @@ def _sorted_variants(variants):
     return sorted(variants, key=lambda v: rank.get(v["name"], len(ORDER)))
 
 
-def render_markdown(docs, chooser=None) -> str:
+def render_markdown(docs) -> str:
     lines = ["# rowfuse benchmark report", ""]
     lines.append(
         "Medians with [p10, p90]. Event interval and host completion per graph replay "
@@ -165,7 +163,7 @@ def render_markdown(docs, chooser=None) -> str:
                 lines.append("")
     lines.extend(render_span_summary(docs))
     lines.extend(render_comparison(docs))
-    lines.extend(render_scheduler(docs, chooser or rowfuse_chooser()))
+    lines.extend(render_scheduler(docs))
     return "\n".join(lines) + "\n"
 
 
@@ -255,58 +253,35 @@ def render_comparison(docs, subject: str = "persistent-smem") -> list[str]:
     return out
 
 
-def rowfuse_chooser(binary=None):
-    """A function (rows, channels, hidden) -> (schedule, reason) backed by `rowfuse schedule`
-    (the scheduler is C: src/compile/schedule.c), or None when no rowfuse binary is found."""
-    binary = binary or os.environ.get("RF_BIN") or shutil.which("rowfuse")
-    if not binary or not os.path.exists(binary):
-        return None
-
-    def choose(rows, channels, hidden):
-        p = subprocess.run(
-            [binary, "schedule", "--rows", str(rows), "--channels", str(channels)]
-            + ["--hidden", str(hidden)],
-            capture_output=True,
-            text=True,
-        )
-        if p.returncode != 0:
-            raise ReportError(f"rowfuse schedule failed: {p.stderr.strip()}")
-        schedule, _, reason = p.stdout.strip().partition("\t")
-        return schedule, reason
-
-    return choose
-
-
-def render_scheduler(docs, chooser) -> list[str]:
-    """Per (host, shape): the schedule `--schedule auto` picks, its GPU span, and the best
-    GPU span measured among all variants (BENCHMARKING.md: the choice is never slower)."""
-    out = ["## Scheduler (`--schedule auto`) against the best variant measured", ""]
-    if chooser is None:
-        return out + ["No rowfuse binary found (set RF_BIN): scheduler not evaluated.", ""]
-    out += [
-        "| host | shape | choice | its span | best measured | verdict |",
-        "|---|---|---|---|---|---|",
-    ]
+def render_scheduler(docs) -> list[str]:
+    """Per shape: the schedule the package's plan chose (recorded by `rowfuse bench --c`
+    from plan.json), its GPU span, and the best GPU span measured among every variant of
+    every host at that shape (GPU spans do not depend on the host)."""
+    out = ["## Scheduler (the plan's choice) against the best variant measured", ""]
+    shapes = {}
     for doc in docs:
         for run in doc["runs"]:
-            sh = run["shape"]
-            choice, _ = chooser(sh["rows"], sh["channels"], sh["hidden"])
-            by = {v["name"]: v for v in run["variants"]}
-            spans = {n: _median(v, "graph", "span_us") for n, v in by.items() if n != "empty"}
-            spans = {n: t for n, t in spans.items() if t is not None}
-            mine = spans.get(choice)
-            if mine is None or not spans:
-                out.append(f"| {doc['tool']} | {shape_tag(sh)} | {choice} | - | - | not measured |")
-                continue
-            best = min(spans, key=spans.get)
-            if mine <= spans[best]:
-                verdict = "best"
-            else:
-                verdict = f"loses to {best} by {mine / spans[best]:.2f}x"
-            out.append(
-                f"| {doc['tool']} | {shape_tag(sh)} | {choice} | {mine:.2f} us "
-                f"| {best} {spans[best]:.2f} us | {verdict} |"
-            )
+            entry = shapes.setdefault(shape_tag(run["shape"]), {"choice": None, "spans": {}})
+            if run.get("plan", {}).get("schedule"):
+                entry["choice"] = run["plan"]["schedule"]
+            for v in run["variants"]:
+                t = _median(v, "graph", "span_us")
+                if v["name"] != "empty" and t is not None:
+                    entry["spans"][v["name"]] = t
+    if not any(e["choice"] for e in shapes.values()):
+        return out + ["No run records a plan (C runs do): scheduler not evaluated.", ""]
+    out += ["| shape | choice | its span | best measured | verdict |", "|---|---|---|---|---|"]
+    for tag, e in shapes.items():
+        choice, spans = e["choice"], e["spans"]
+        mine = spans.get(choice)
+        if choice is None or mine is None:
+            out.append(f"| {tag} | {choice or '-'} | - | - | not measured |")
+            continue
+        best = min(spans, key=spans.get)
+        verdict = "best" if mine <= spans[best] else f"loses to {best} by {mine / spans[best]:.2f}x"
+        out.append(
+            f"| {tag} | {choice} | {mine:.2f} us | {best} {spans[best]:.2f} us | {verdict} |"
+        )
     out.append("")
     return out
 
@@ -367,7 +342,7 @@ def plot(docs, out_dir: str) -> list[str]:
     return paths
 
 
-def write_report(docs, out_dir: str, with_plot: bool = True, chooser=None) -> list[str]:
+def write_report(docs, out_dir: str, with_plot: bool = True) -> list[str]:
     os.makedirs(out_dir, exist_ok=True)
     merged = {"schema": REPORT_SCHEMA, "runs": docs}
     jpath = os.path.join(out_dir, "report.json")
@@ -375,7 +350,7 @@ def write_report(docs, out_dir: str, with_plot: bool = True, chooser=None) -> li
         json.dump(merged, f, indent=1)
     mpath = os.path.join(out_dir, "report.md")
     with open(mpath, "w") as f:
-        f.write(render_markdown(docs, chooser))
+        f.write(render_markdown(docs))
     written = [jpath, mpath]
     if with_plot:
         written += plot(docs, out_dir)

@@ -1,25 +1,28 @@
 """rowfuse as a drop-in torch module: a ctypes binding of the C runtime.
 
     import rowfuse.torch
-    block = rowfuse.torch.compile_block(module, rows=49, package="pkg/", schedule="auto")
+    block = rowfuse.torch.compile_block(module, rows=49, package="pkg/")
     y = block(x)                 # x: [rows, C] fp16 CUDA, contiguous -> y: [rows, C] fp32
     block(x, out=y)              # or into a caller's buffer (what graph capture wants)
 
-`module` is the residual MLP block (two nn.Linear: fc1 C->H, fc2 H->C); its weights are
-copied once to the device in the runtime's layout (W1 = fc1.weight^T [C,H] fp16, b1 fp32,
-W2 = fc2.weight^T [H,C] fp16, b2 fp32). The kernels come from a package compiled ahead of
-time by `rowfuse compile` for the module's (channels, hidden); no Python runs in the
-kernels and no compiler runs here. "auto" takes the package's chosen schedule;
-"persistent-smem", "persistent-gmem", "conventional" pick one; "cublaslt" is the vendor
-baseline from the C runtime (needs no package).
+`module` is the residual MLP block (two nn.Linear: fc1 C->H, fc2 H->C). The kernels and the
+plan come from a package made ahead of time by `rowfuse compile` (which verified the
+model it was compiled from); no compiler runs here. compile_block checks, before it
+returns, that the module computes the residual MLP block (its fp64 output against the C
+reference interpreter on random rows) and that the package was compiled from this
+module's weights (plan.json's graph_hash against the hash of the module's weights rounded
+to fp16); the block then runs the package's weights. weights="module" instead loads the
+module's own weights into the runtime (and says so in `weights_source`), for a package
+compiled from another model of the same shape. schedule="auto" takes the plan's choice;
+any name of rowfuse.names.SCHEDULES picks one.
 
 Every call enqueues on torch's current stream and allocates nothing in the runtime, so the
 call can be captured inside torch.cuda.graph. Wrong dtype, device, shape or a
 non-contiguous input raise ValueError saying which and what was expected; runtime
 failures raise RowfuseError with the C runtime's message.
 
-The shared library is found from $ROWFUSE_RUNTIME_LIB, else build*/src/runtime/ under the
-repository, else the system's loader path (librowfuse_runtime.so).
+The runtime library is found from $ROWFUSE_RUNTIME_LIB, else build*/src/runtime/ under the
+repository, else the loader path (librowfuse_runtime.so).
 """
 
 from __future__ import annotations
@@ -31,49 +34,16 @@ import os
 import torch
 from torch import nn
 
-SCHEDULES = ("persistent-smem", "persistent-gmem", "conventional", "cublaslt")
+from rowfuse import cabi, clib
+from rowfuse.names import SCHEDULES, VENDOR_SCHEDULE
 
 
 class RowfuseError(RuntimeError):
     """A C runtime call failed; the message is the runtime's status message."""
 
 
-class _Allocator(ctypes.Structure):
-    _fields_ = [
-        ("alloc", ctypes.c_void_p),
-        ("realloc", ctypes.c_void_p),
-        ("free", ctypes.c_void_p),
-        ("ctx", ctypes.c_void_p),
-    ]
-
-
-class MlpArgs(ctypes.Structure):  # rf_mlp_args_t, kernel_abi.h
-    _fields_ = [
-        ("x", ctypes.c_void_p),
-        ("w1", ctypes.c_void_p),
-        ("b1", ctypes.c_void_p),
-        ("w2", ctypes.c_void_p),
-        ("b2", ctypes.c_void_p),
-        ("h", ctypes.c_void_p),
-        ("y", ctypes.c_void_p),
-        ("rows", ctypes.c_int64),
-    ]
-
-
-class _DeviceInfo(ctypes.Structure):  # rf_device_info_t, runtime.h
-    _fields_ = [
-        ("ordinal", ctypes.c_int),
-        ("name", ctypes.c_char * 128),
-        ("cc_major", ctypes.c_int),
-        ("cc_minor", ctypes.c_int),
-        ("sm_count", ctypes.c_int),
-        ("driver_version", ctypes.c_int),
-        ("runtime_version", ctypes.c_int),
-        ("total_mem", ctypes.c_size_t),
-        ("clock_khz", ctypes.c_int),
-        ("mem_clock_khz", ctypes.c_int),
-    ]
-
+MlpArgs = cabi.MlpArgs
+_Allocator, _DeviceInfo = cabi.Allocator, cabi.DeviceInfo
 
 _LIB = None
 _DEVICES_OPENED: set[int] = set()
@@ -107,10 +77,13 @@ def _lib():
         "rf_allocator_system": (_Allocator, []),
         "rf_device_open": (st, [ctypes.c_int, P(_DeviceInfo)]),
         "rf_pkg_load": (st, [_Allocator, ctypes.c_char_p, P(V)]),
+        "rf_pkg_load_nogpu": (st, [_Allocator, ctypes.c_char_p, P(V)]),
         "rf_pkg_destroy": (None, [V]),
         "rf_pkg_channels": (ctypes.c_int64, [V]),
         "rf_pkg_hidden": (ctypes.c_int64, [V]),
         "rf_pkg_schedule": (ctypes.c_char_p, [V]),
+        "rf_pkg_graph_hash": (ctypes.c_char_p, [V]),
+        "rf_pkg_upload_weights_to": (st, [V, V, V, V, V]),
         "rf_variant_create_pkg": (st, [_Allocator, V, ctypes.c_char_p, P(V)]),
         "rf_variant_create_cublaslt": (st, [_Allocator, ctypes.c_int64, ctypes.c_int64, P(V)]),
         "rf_variant_destroy": (None, [V]),
@@ -157,14 +130,12 @@ def _require(t, name, dtype, shape, device):
 class RowfuseBlock(nn.Module):
     """The residual MLP block run by the rowfuse C runtime (see the module docstring)."""
 
-    def __init__(self, w1, b1, w2, b2, rows: int, schedule: str = "auto", package=None):
+    def __init__(self, w1, b1, w2, b2, rows: int, schedule: str, package, weights: str):
         super().__init__()
         if rows < 1:
             raise ValueError(f"rows must be >= 1, got {rows}")
         if schedule != "auto" and schedule not in SCHEDULES:
             raise ValueError(f"schedule must be 'auto' or one of {SCHEDULES}, got {schedule!r}")
-        if w1.dim() != 2 or w2.dim() != 2 or w1.shape[1] != w2.shape[0]:
-            raise ValueError(f"weights do not chain: W1 {tuple(w1.shape)}, W2 {tuple(w2.shape)}")
         self.rows, self.channels, self.hidden = rows, int(w1.shape[0]), int(w1.shape[1])
         dev = w1.device if w1.is_cuda else torch.device("cuda", torch.cuda.current_device())
         self.device = dev
@@ -173,34 +144,24 @@ class RowfuseBlock(nn.Module):
         self._alloc = lib.rf_allocator_system()
         self._pkg = ctypes.c_void_p()
         self._variant = ctypes.c_void_p()
-        if schedule != "cublaslt":
-            if package is None:
-                raise ValueError(f"schedule {schedule!r} needs package= (a `rowfuse compile` dir)")
-            _check(
-                lib.rf_pkg_load(self._alloc, os.fsencode(package), ctypes.byref(self._pkg)),
-                f"loading package {package}",
+        _check(
+            lib.rf_pkg_load(self._alloc, os.fsencode(package), ctypes.byref(self._pkg)),
+            f"loading package {package}",
+        )
+        pc, ph = lib.rf_pkg_channels(self._pkg), lib.rf_pkg_hidden(self._pkg)
+        if (pc, ph) != (self.channels, self.hidden):
+            raise ValueError(
+                f"package {package} is compiled for channels={pc}, hidden={ph}; the module "
+                f"has channels={self.channels}, hidden={self.hidden}"
             )
-            pc, ph = lib.rf_pkg_channels(self._pkg), lib.rf_pkg_hidden(self._pkg)
-            if (pc, ph) != (self.channels, self.hidden):
-                raise ValueError(
-                    f"package {package} is compiled for channels={pc}, hidden={ph}; the module "
-                    f"has channels={self.channels}, hidden={self.hidden}"
-                )
-            if schedule == "auto":
-                schedule = lib.rf_pkg_schedule(self._pkg).decode()
-            _check(
-                lib.rf_variant_create_pkg(
-                    self._alloc, self._pkg, schedule.encode(), ctypes.byref(self._variant)
-                ),
-                f"schedule {schedule}",
-            )
-        else:
-            _check(
-                lib.rf_variant_create_cublaslt(
-                    self._alloc, self.channels, self.hidden, ctypes.byref(self._variant)
-                ),
-                "creating the cuBLASLt variant",
-            )
+        if schedule == "auto":
+            schedule = lib.rf_pkg_schedule(self._pkg).decode()
+        _check(
+            lib.rf_variant_create_pkg(
+                self._alloc, self._pkg, schedule.encode(), ctypes.byref(self._variant)
+            ),
+            f"schedule {schedule}",
+        )
         self.schedule = schedule
         kmin, exact = ctypes.c_int(), ctypes.c_int()
         lib.rf_variant_expected_kernels(self._variant, ctypes.byref(kmin), ctypes.byref(exact))
@@ -210,6 +171,13 @@ class RowfuseBlock(nn.Module):
         self.register_buffer("b1", b1.detach().to(dev, torch.float32).contiguous())
         self.register_buffer("w2", w2.detach().to(dev, torch.float16).contiguous())
         self.register_buffer("b2", b2.detach().to(dev, torch.float32).contiguous())
+        self.weights_source = weights
+        if weights == "package":  # the package's own weights.bin replaces the copies
+            bufs = (self.w1, self.b1, self.w2, self.b2)
+            _check(
+                lib.rf_pkg_upload_weights_to(self._pkg, *(b.data_ptr() for b in bufs)),
+                f"uploading the weights of {package}",
+            )
         # H scratch for schedules that route H through global memory.
         self.register_buffer("h", torch.empty(rows, self.hidden, dtype=torch.float16, device=dev))
         self._args = MlpArgs()
@@ -244,7 +212,7 @@ class RowfuseBlock(nn.Module):
 
     def extra_repr(self) -> str:
         shape = f"rows={self.rows}, channels={self.channels}, hidden={self.hidden}"
-        return f"{shape}, schedule={self.schedule}"
+        return f"{shape}, schedule={self.schedule}, weights={self.weights_source}"
 
 
 def _two_linears(module):
@@ -264,15 +232,73 @@ def _two_linears(module):
     return fc1, fc2
 
 
-def compile_block(module, rows: int, schedule: str = "auto", package=None) -> RowfuseBlock:
-    """A RowfuseBlock computing `module` (the residual MLP block) for `rows` rows."""
+def kernel_weights(module):
+    """The module's weights in the kernels' layout and precision, as numpy arrays:
+    W1 [C,H] fp16, b1 f32, W2 [H,C] fp16, b2 f32."""
     fc1, fc2 = _two_linears(module)
     with torch.no_grad():
-        return RowfuseBlock(
-            fc1.weight.t(), fc1.bias, fc2.weight.t(), fc2.bias, rows, schedule, package
+        return (
+            fc1.weight.t().detach().cpu().half().numpy(),
+            fc1.bias.detach().cpu().float().numpy(),
+            fc2.weight.t().detach().cpu().half().numpy(),
+            fc2.bias.detach().cpu().float().numpy(),
         )
 
 
-def block_from_tensors(w1, b1, w2, b2, rows: int, schedule: str, package=None) -> RowfuseBlock:
-    """The same from tensors already in the runtime's layout (W1 [C,H], W2 [H,C])."""
-    return RowfuseBlock(w1, b1, w2, b2, rows, schedule, package)
+def verify_module(module, rows: int = 8, seed: int = 2026) -> None:
+    """Raises ValueError unless `module` computes the residual MLP block: on random rows
+    from the one generator, the module in fp64 (its weights rounded to fp16, as the kernels
+    hold them) must match the C reference interpreter in fp64 to 1e-9 relative."""
+    import copy
+
+    import numpy as np
+
+    w1, b1, w2, b2 = kernel_weights(module)
+    c, h = w1.shape
+    case = clib.mlp_case(rows, c, h, seed, reference=False)
+    ref = clib.reference_fp64(case.x, w1, b1, w2, b2)
+    m = copy.deepcopy(module).cpu().double()
+    fc1, fc2 = _two_linears(m)
+    with torch.no_grad():
+        fc1.weight.copy_(torch.from_numpy(w1.astype(np.float64)).t())
+        fc2.weight.copy_(torch.from_numpy(w2.astype(np.float64)).t())
+        got = m(torch.from_numpy(case.x.astype(np.float64))).numpy()
+    err = float(np.linalg.norm(got - ref) / max(np.linalg.norm(ref), 1e-300))
+    if not np.isfinite(err) or err > 1e-9:
+        raise ValueError(
+            f"the module does not compute the residual MLP block ReLU(ReLU(X W1 + b1) W2 + b2 "
+            f"+ X): its fp64 output is {err:.3g} (rel. L2) from the reference on {rows} rows"
+        )
+
+
+def compile_block(
+    module, rows: int, package, schedule: str = "auto", weights: str = "package"
+) -> RowfuseBlock:
+    """A RowfuseBlock computing `module` for `rows` rows with the kernels of `package`.
+    weights="package" (default) requires the package to have been compiled from this
+    module's weights and runs them; weights="module" loads the module's weights instead."""
+    if weights not in ("package", "module"):
+        raise ValueError(f"weights must be 'package' or 'module', got {weights!r}")
+    if schedule == VENDOR_SCHEDULE:
+        raise ValueError(f"{VENDOR_SCHEDULE} runs from the C runtime (rowfuse bench --c)")
+    verify_module(module)
+    w1, b1, w2, b2 = kernel_weights(module)
+    lib = _lib()
+    if weights == "package":
+        pkg = ctypes.c_void_p()
+        _check(
+            lib.rf_pkg_load_nogpu(
+                lib.rf_allocator_system(), os.fsencode(package), ctypes.byref(pkg)
+            ),
+            f"loading package {package}",
+        )
+        want = lib.rf_pkg_graph_hash(pkg).decode()
+        lib.rf_pkg_destroy(pkg)
+        have = clib.weights_hash(w1, b1, w2, b2)
+        if have != want:
+            raise ValueError(
+                f"package {package} was compiled from other weights (graph hash {want}, the "
+                f"module's {have}): recompile it from this module, or pass weights='module'"
+            )
+    t = [torch.from_numpy(a) for a in (w1, b1, w2, b2)]
+    return RowfuseBlock(*t, rows=rows, schedule=schedule, package=package, weights=weights)

@@ -30,6 +30,12 @@ rf_status_t rf_shape_const_ints(const rf_graph_t *graph, const rf_node_t *node, 
                                 const char *what, int64_t *out, int max, int *out_n);
 
 /* Normalizes axis (negative counts from the end) into 0..rank-1. */
+/* Axes from the attribute `axes` or, when the node has it, input 1: count in *out_n,
+ * *out_present = 0 if neither exists. */
+rf_status_t rf_shape_axes_operand(const rf_graph_t *graph, const rf_node_t *node, int64_t *axes,
+                                  int *out_n, int *out_present);
+/* The axes as a bit mask over `rank` dims (negative axes wrapped; duplicates rejected). */
+rf_status_t rf_shape_axes_mask(const int64_t *axes, int n, int rank, unsigned *out_mask);
 rf_status_t rf_shape_axis(int64_t axis, int rank, const char *what, int *out_axis);
 
 /* Reduce ops: which input axes are reduced (bit i = axis i), from the axes attribute or

@@ -186,6 +186,9 @@ const char *rf_pkg_schedule(const rf_pkg_t *pkg) {
 const rf_plan_t *rf_pkg_plan(const rf_pkg_t *pkg) {
     return &pkg->plan;
 }
+const char *rf_pkg_graph_hash(const rf_pkg_t *pkg) {
+    return pkg->plan.graph_hash;
+}
 
 int rf_pkg_kernel_count(const rf_pkg_t *pkg, const char *schedule) {
     rf_schedule_t s;
@@ -290,4 +293,19 @@ rf_status_t rf_pkg_upload_weights(const rf_pkg_t *pkg, rf_mlp_buffers_t *buffers
     for (int i = 0; i < 4; i++)
         rf_tensor_free(pkg->allocator, &t[i]);
     return st ? rf_status_annotate(st, "while uploading the weights of %s", pkg->dir) : RF_OK;
+}
+
+rf_status_t rf_pkg_upload_weights_to(const rf_pkg_t *pkg, void *w1, void *b1, void *w2, void *b2) {
+    rf_mlp_buffers_t b;
+    if (!w1 || !b1 || !w2 || !b2)
+        return RF_ERR(RF_CODE_INVALID_ARGUMENT, "rf_pkg_upload_weights_to: every weight pointer "
+                                                "must be set");
+    memset(&b, 0, sizeof(b));
+    b.channels = pkg->plan.channels;
+    b.hidden = pkg->plan.hidden;
+    b.args.w1 = w1;
+    b.args.b1 = b1;
+    b.args.w2 = w2;
+    b.args.b2 = b2;
+    return rf_pkg_upload_weights(pkg, &b);
 }

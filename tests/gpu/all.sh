@@ -1,8 +1,6 @@
 #!/usr/bin/env bash
 # Every GPU check and benchmark in one call on the GPU machine (from the repository root),
-# after tests/gpu/prepare.sh and tests/gpu/bench_prepare.sh ran on the build machine.
-# Carry: build-gpu/bin build-gpu/lib build-gpu/pkgs build-gpu/shapes.txt
-#        build-bench-gpu/bin build-bench-gpu/lib build-bench-gpu/pkgs
+# after tests/gpu/prepare.sh ran on the build machine. Carry: build-gpu
 #   1. tests/gpu/run.sh: runtime unit test, check of every variant at 25 shapes,
 #      compute-sanitizer (memcheck, racecheck, synccheck, initcheck);
 #   2. tests/gpu/bench.sh: the benchmark of BENCHMARKING.md at every development shape.

@@ -1,22 +1,19 @@
 #!/usr/bin/env bash
 # The benchmark of BENCHMARKING.md on the GPU machine, all development shapes in one call
-# (run from the repository root after tests/gpu/bench_prepare.sh made build-bench-gpu/ on
-# the build machine; carry build-bench-gpu/bin, build-bench-gpu/lib, build-bench-gpu/pkgs):
-#   1. C host: `rowfuse bench PKG --c` per shape that has a package (floor, conventional,
-#      persistent-smem, persistent-gmem, cuBLASLt), merged into c.json,
-#   2. Python host: `python -m rowfuse.bench` over every shape (all variants: floor,
-#      the four runtime variants through rowfuse.torch, PyTorch eager, torch.compile,
-#      Triton fused) into python.json, written after each shape,
+# (run from the repository root after tests/gpu/prepare.sh made build-gpu/ on the build
+# machine; carry build-gpu):
+#   1. C host: `rowfuse bench PKG --c` per shape (floor, conventional, persistent-smem,
+#      persistent-gmem, cuBLASLt), merged into c.json; a failed step fails the run,
+#   2. Python host: `python -m rowfuse.bench` over every shape (its own floor, PyTorch
+#      eager, torch.compile, Triton fused) into python.json, written after each shape,
 #   3. `python -m rowfuse.report` over both: report.md, report.json, report.png/.svg.
 # Everything lands in $OUT (default out/bench), at most 7 files. ROWFUSE_GIT_REV names
 # the revision (the GPU machine's copy has no git history). SHAPES overrides the list.
 # PY_TIMEOUT (seconds, default 480) bounds step 2; python.json is rewritten after every
 # shape, so a run cut short keeps the shapes it finished and the report still runs.
-# Only packages whose C run succeeded go to the Python run, so a kernel that faults cannot
-# take the torch baselines down with it.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
-B=build-bench-gpu
+B=build-gpu
 OUT=${OUT:-out/bench}
 SHAPES=${SHAPES:-49x48x96,64x64x128,1000x96x200,4096x128x512,131072x32x64,8192x512x2048}
 REV=${ROWFUSE_GIT_REV:-$(git rev-parse --short HEAD 2>/dev/null || echo unknown)}
@@ -31,28 +28,27 @@ PIPLIB=$(python3 -c 'import nvidia, os; print(":".join(os.path.join(p, d) for p 
 export LD_LIBRARY_PATH="$LD${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 CUPTI=$(find /usr/local/cuda/ /usr/local/cuda/extras/CUPTI/ ${PIPLIB//:/ } -maxdepth 3 -name 'libcupti.so*' 2>/dev/null | head -1)
 export ROWFUSE_CUPTI_LIB="$CUPTI"
-export ROWFUSE_RUNTIME_LIB="$PWD/$B/lib/librowfuse_runtime.so"
+export ROWFUSE_RUNTIME_LIB="$PWD/$B/lib/librowfuse_runtime.so" ROWFUSE_LIB="$PWD/$B/lib/librowfuse.so"
 export ROWFUSE_GIT_REV="$REV" PYTHONPATH=python PYTHONUNBUFFERED=1
-# The report asks the C scheduler for its choice at each shape (rowfuse schedule).
-export RF_BIN="$PWD/$B/bin/rowfuse"
 echo "== $(date -u +%FT%TZ) $(nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv,noheader 2>&1 | head -1); rev $REV; cupti ${CUPTI:-none}"
 
 echo "== 1. C host (rowfuse bench --c)"
 TMP=$(mktemp -d)
-mkdir -p "$TMP/pkgs"
 C_FILES=()
+C_RC=0
 for s in ${SHAPES//,/ }; do
-    IFS=x read -r rows c h <<<"$s"
-    pkg="$B/pkgs/c${c}_h${h}"
-    if [ ! -f "$pkg/plan.json" ] || [ ! -x "$B/bin/rowfuse" ]; then
-        echo "  $s: no package or no rowfuse binary: C host skipped"
+    pkg="$B/pkgs/$s"
+    if [ ! -f "$pkg/plan.json" ]; then
+        echo "  $s: FAILED: no package (its compile failed in prepare.sh)"
+        C_RC=1
         continue
     fi
+    IFS=x read -r rows c h <<<"$s"
     if "$B/bin/rowfuse" bench "$pkg" --c --rows "$rows" --git-rev "$REV" -o "$TMP/c_$s.json"; then
         C_FILES+=("$TMP/c_$s.json")
-        ln -s "$PWD/$pkg" "$TMP/pkgs/c${c}_h${h}"
     else
-        echo "  $s: rowfuse bench --c failed (exit $?)"
+        echo "  $s: FAILED: rowfuse bench --c exit $?"
+        C_RC=1
     fi
 done
 if [ ${#C_FILES[@]} -gt 0 ]; then
@@ -65,11 +61,11 @@ merged["seeds"] = [d["seed"] for d in docs]
 json.dump(merged, open(sys.argv[1], "w"), indent=1)
 PY
 fi
-echo "  C host done after $((SECONDS - T0)) s"
+echo "  C host done after $((SECONDS - T0)) s (exit $C_RC)"
 
 echo "== 2. Python host (python -m rowfuse.bench)"
 timeout -s INT "${PY_TIMEOUT:-480}" python3 -m rowfuse.bench --shapes "$SHAPES" \
-    --packages "$TMP/pkgs" -o "$OUT/python.json" >"$TMP/python.md" 2>"$TMP/python.err"
+    -o "$OUT/python.json" >"$TMP/python.md" 2>"$TMP/python.err"
 PY_RC=$?
 grep -v -E "^(E[0-9]{4}|  triton_mm|  mm |AUTOTUNE|strides:|dtypes:|SingleProcess|Autotune|\{\"num_choices)" "$TMP/python.err" | cut -c1-220
 echo "  python exit $PY_RC after $((SECONDS - T0)) s"
@@ -81,5 +77,5 @@ RUNS=()
 if [ ${#RUNS[@]} -gt 0 ]; then
     python3 -m rowfuse.report "${RUNS[@]}" -o "$OUT" && tail -n 12 "$OUT/report.md"
 fi
-echo "== done in $((SECONDS - T0)) s"
-[ "$PY_RC" -eq 0 ]
+echo "== done in $((SECONDS - T0)) s (C host exit $C_RC, Python host exit $PY_RC)"
+[ "$PY_RC" -eq 0 ] && [ "$C_RC" -eq 0 ]

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The GPU check, run on the GPU machine in one call from the repository root, after
-# tests/gpu/prepare.sh made build-gpu/ on the build machine (see there for what to carry):
+# tests/gpu/prepare.sh made build-gpu/ on the build machine (carry build-gpu):
 #   1. the runtime's unit test twice: hiding the GPU from itself (NO_DEVICE paths), and
 #      with --gpu (empty-graph capture error, buffers, cuBLASLt capture and timing),
 #   2. `rowfuse check` on every package at its shapes (build-gpu/shapes.txt) plus 1 and
@@ -27,7 +27,6 @@ fi
 export LD_LIBRARY_PATH="$LD${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 
 CHK="$B/bin/rowfuse check"
-[ -x "$B/bin/rowfuse" ] || CHK="$B/bin/rowfuse-check"
 echo "== $(date -u +%FT%TZ) $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>&1 | head -1); check program: $CHK"
 
 echo "== 1. unit test: no GPU visible to it, then --gpu"
@@ -41,10 +40,10 @@ PKGS=()
 MISSING=0
 while read -r rows c h; do
     SHAPES="$SHAPES${SHAPES:+,}${rows}x${c}x${h}"
-    if [ -f "$B/pkgs/c${c}_h${h}/plan.json" ]; then
-        PKGS+=("$B/pkgs/c${c}_h${h}")
+    if [ -f "$B/pkgs/${rows}x${c}x${h}/plan.json" ]; then
+        PKGS+=("$B/pkgs/${rows}x${c}x${h}")
     else
-        echo "  no package for ${c}x${h} (its build failed): cuBLASLt only"
+        echo "  no package for ${rows}x${c}x${h} (its compile failed): cuBLASLt only"
         MISSING=$((MISSING + 1))
     fi
 done <"$B/shapes.txt"
@@ -60,7 +59,7 @@ echo "== 3. compute-sanitizer"
 : >"$OUT/sanitizer.log"
 : >"$OUT/sanitizer.tsv"
 head -4 "$B/shapes.txt" | while read -r rows c h; do
-    pkg="$B/pkgs/c${c}_h${h}"
+    pkg="$B/pkgs/${rows}x${c}x${h}"
     for tool in memcheck racecheck synccheck initcheck; do
         t1=$SECONDS
         {

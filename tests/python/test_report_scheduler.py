@@ -1,37 +1,59 @@
-"""The report's scheduler section: the choice of `--schedule auto` beside the best variant
-measured at each shape, from a recorded run (no GPU), with the real `rowfuse schedule`."""
+"""The report's scheduler section: the plan's recorded choice beside the best variant
+measured at each shape, from a recorded run (no GPU), with hand-computed verdicts."""
 
 from __future__ import annotations
 
+import copy
+import json
 from pathlib import Path
 
-import pytest
-from cli_util import RF_BIN
 from rowfuse import report
 
 DATA = Path(__file__).parent / "data" / "bench_run.json"
 
 
-def test_fake_chooser_verdicts():
+def _docs_with_plan(schedule: str):
     docs = report.load([str(DATA)])
-    lines = report.render_scheduler(docs, lambda r, c, h: ("persistent-smem", "test"))
-    rows = [ln for ln in lines if ln.startswith("| ") and "shape" not in ln]
-    assert rows, lines
+    docs = copy.deepcopy(docs)
+    for doc in docs:
+        for run in doc["runs"]:
+            run["plan"] = {"schedule": schedule, "reason": "test", "tile_rows": 16}
+    return docs
+
+
+def _rows(lines):
+    return [ln for ln in lines if ln.startswith("| ") and "shape" not in ln]
+
+
+def test_verdicts_match_the_spans():
+    docs = _docs_with_plan("persistent-smem")
+    rows = _rows(report.render_scheduler(docs))
+    assert rows
+    spans = {}
+    for doc in docs:
+        for run in doc["runs"]:
+            tag = report.shape_tag(run["shape"])
+            for v in run["variants"]:
+                if v["name"] != "empty" and "error" not in v and v["graph"].get("span_us"):
+                    spans.setdefault(tag, {})[v["name"]] = v["graph"]["span_us"]["median"]
     for ln in rows:
-        assert "persistent-smem" in ln
-        assert "best" in ln or "loses to" in ln or "not measured" in ln
-    # A choice that was never measured is reported as such, not as a win.
-    lines = report.render_scheduler(docs, lambda r, c, h: ("no-such-schedule", "test"))
-    assert all("best" not in ln for ln in lines if ln.startswith("| ") and "shape" not in ln)
+        tag = ln.split("|")[1].strip()
+        best = min(spans[tag], key=spans[tag].get)
+        mine = spans[tag].get("persistent-smem")
+        if mine is None:
+            assert "not measured" in ln
+        elif mine <= spans[tag][best]:
+            assert ln.rstrip().endswith("| best |"), ln
+        else:
+            assert f"loses to {best} by {mine / spans[tag][best]:.2f}x" in ln, ln
 
 
-def test_without_binary_says_so():
+def test_unmeasured_choice_is_not_a_win():
+    rows = _rows(report.render_scheduler(_docs_with_plan("no-such-schedule")))
+    assert rows and all("not measured" in ln for ln in rows)
+
+
+def test_without_plan_says_so():
     docs = report.load([str(DATA)])
-    assert "not evaluated" in "\n".join(report.render_scheduler(docs, None))
-
-
-@pytest.mark.skipif(not Path(RF_BIN).exists(), reason="rowfuse binary not built")
-def test_real_scheduler_choices():
-    choose = report.rowfuse_chooser(RF_BIN)
-    assert choose(49, 48, 96)[0] == "persistent-smem"
-    assert choose(8192, 512, 2048)[0] == "cublaslt"
+    assert not any("plan" in r for d in docs for r in d["runs"]), json.dumps(docs)[:200]
+    assert "not evaluated" in "\n".join(report.render_scheduler(docs))

@@ -52,6 +52,15 @@ int main(void) {
     F(rf_mlp_weights_t, channels), F(rf_mlp_weights_t, hidden), F(rf_mlp_weights_t, w1);
     F(rf_mlp_weights_t, w2), F(rf_mlp_weights_t, b1), F(rf_mlp_weights_t, b2);
     END();
+    BEGIN(rf_shape_t);
+    F(rf_shape_t, rank), F(rf_shape_t, dims);
+    END();
+    BEGIN(rf_tensor_t);
+    F(rf_tensor_t, dtype), F(rf_tensor_t, shape), F(rf_tensor_t, data), F(rf_tensor_t, nbytes);
+    END();
+    printf(",\n\"constants\": {\"RF_MAX_RANK\": %d, \"RF_DTYPE_F64\": %d, "
+           "\"RF_PRECISION_FP64\": %d}",
+           RF_MAX_RANK, (int)RF_DTYPE_F64, (int)RF_PRECISION_FP64);
     printf("\n}\n");
     return 0;
 }

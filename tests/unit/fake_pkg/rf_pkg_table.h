@@ -26,8 +26,9 @@
         m->loaded = 1;                                                                             \
     }                                                                                              \
     RF_FAKE_TENSOR(p, mX)                                                                          \
-    RF_FAKE_PARAM(p, mW1) RF_FAKE_PARAM(p, mB1) RF_FAKE_PARAM(p, mW2) RF_FAKE_PARAM(p, mB2)        \
-        RF_FAKE_TENSOR(p, mH) RF_FAKE_TENSOR(p, mY) static inline int32_t cute_dsl_##p##_wrapper(  \
+    RF_FAKE_PARAM(p, mW1)                                                                          \
+    RF_FAKE_PARAM(p, mB1) RF_FAKE_PARAM(p, mW2) RF_FAKE_PARAM(p, mB2) RF_FAKE_TENSOR(p, mH)        \
+        RF_FAKE_TENSOR(p, mY) static inline int32_t cute_dsl_##p##_wrapper(                        \
             p##_Kernel_Module_t *m, p##_Tensor_mX_t *x, p##_Tensor_mW1_t *w1,                      \
             p##_Tensor_mB1_t *b1, p##_Tensor_mW2_t *w2, p##_Tensor_mB2_t *b2, p##_Tensor_mH_t *h,  \
             p##_Tensor_mY_t *y, int32_t rows, int32_t grid, cudaStream_t s) {                      \
