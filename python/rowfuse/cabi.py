@@ -94,8 +94,10 @@ class MlpWeights(ctypes.Structure):  # rf_mlp_weights_t, rowfuse/compile.h
 
 
 RF_MAX_RANK = 8  # rowfuse/graph.h (the layout test checks the struct it sizes)
-RF_DTYPE_F64 = 4  # rf_dtype_t value of f64 (checked by the layout test too)
+RF_DTYPE_F32 = 1  # rf_dtype_t values (checked by the layout test too)
+RF_DTYPE_F64 = 4
 RF_PRECISION_FP64 = 0  # rf_precision_t, rowfuse/ref.h
+RF_PRECISION_MIXED = 1
 
 
 class Shape(ctypes.Structure):  # rf_shape_t, rowfuse/graph.h
@@ -121,6 +123,8 @@ STRUCTS = {
 # C constant name -> Python value, for the layout test
 CONSTANTS = {
     "RF_MAX_RANK": RF_MAX_RANK,
+    "RF_DTYPE_F32": RF_DTYPE_F32,
     "RF_DTYPE_F64": RF_DTYPE_F64,
     "RF_PRECISION_FP64": RF_PRECISION_FP64,
+    "RF_PRECISION_MIXED": RF_PRECISION_MIXED,
 }

@@ -27,28 +27,49 @@ class RowfuseError(RuntimeError):
     """A C call failed; the message is the library's status message."""
 
 
-def library_path(env: str = "ROWFUSE_LIB", name: str = "librowfuse.so") -> str:
+def library_path(env: str = "ROWFUSE_LIB", name: str = "librowfuse.so", sub: str = "") -> str:
+    """$env, else build*/<sub>/<name> under the repository, else the loader path."""
     if os.environ.get(env):
         return os.environ[env]
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    found = sorted(glob.glob(os.path.join(root, "build*", name)))
+    found = sorted(glob.glob(os.path.join(root, "build*", sub, name)))
     return found[0] if found else name
+
+
+_STATUS_SIGS = {
+    "rf_status_message": (ctypes.c_char_p, [ctypes.c_void_p]),
+    "rf_status_free": (None, [ctypes.c_void_p]),
+    "rf_allocator_system": (cabi.Allocator, []),
+}
+
+
+def bind(path: str, sigs: dict, what: str):
+    """Loads a rowfuse shared library and declares `sigs` (name -> (restype, argtypes))
+    plus the status functions on it."""
+    try:
+        handle = ctypes.CDLL(path)
+    except OSError as e:
+        raise RowfuseError(f"cannot load the {what} {path}: {e}") from e
+    for name, (res, argtypes) in {**_STATUS_SIGS, **sigs}.items():
+        fn = getattr(handle, name)
+        fn.restype, fn.argtypes = res, argtypes
+    return handle
+
+
+def raise_status(handle, status, what: str) -> None:
+    """Raises RowfuseError with the status's message (and frees it) when status is set."""
+    if status:
+        msg = handle.rf_status_message(status).decode(errors="replace")
+        handle.rf_status_free(status)
+        raise RowfuseError(f"{what}: {msg}")
 
 
 def lib():
     global _LIB
     if _LIB is not None:
         return _LIB
-    path = library_path()
-    try:
-        handle = ctypes.CDLL(path)
-    except OSError as e:
-        raise RowfuseError(f"cannot load the rowfuse library {path}: {e}") from e
     P, V, st = ctypes.POINTER, ctypes.c_void_p, ctypes.c_void_p
     sigs = {
-        "rf_status_message": (ctypes.c_char_p, [st]),
-        "rf_status_free": (None, [st]),
-        "rf_allocator_system": (cabi.Allocator, []),
         "rf_mlp_case_create": (
             st,
             [cabi.Allocator, ctypes.c_int64, ctypes.c_int64, ctypes.c_int64, ctypes.c_uint64]
@@ -73,18 +94,12 @@ def lib():
         ),
         "rf_tensor_free": (None, [cabi.Allocator, P(cabi.Tensor)]),
     }
-    for name, (res, argtypes) in sigs.items():
-        fn = getattr(handle, name)
-        fn.restype, fn.argtypes = res, argtypes
-    _LIB = handle
-    return handle
+    _LIB = bind(library_path(), sigs, "rowfuse library")
+    return _LIB
 
 
 def check(status, what: str) -> None:
-    if status:
-        msg = lib().rf_status_message(status).decode(errors="replace")
-        lib().rf_status_free(status)
-        raise RowfuseError(f"{what}: {msg}")
+    raise_status(lib(), status, what)
 
 
 @dataclass
@@ -166,22 +181,24 @@ def quantile(sorted_values, q: float) -> float:
     return float(lib().rf_bench_quantile_sorted(arr.ctypes.data, n, q))
 
 
-def reference_fp64(x, w1, b1, w2, b2) -> np.ndarray:
-    """rf_mlp_reference in fp64 (the CPU interpreter) on fp16 X [M,C], W1 [C,H], W2 [H,C]
-    and f32 biases; returns Y [M, C] float64."""
+def reference(x, w1, b1, w2, b2, mixed: bool = False) -> np.ndarray:
+    """rf_mlp_reference (the CPU interpreter) on fp16 X [M,C], W1 [C,H], W2 [H,C] and f32
+    biases: Y [M, C] float64 in fp64, or float32 in the plan's mixed precision."""
     x, w1, w2 = (np.ascontiguousarray(a, dtype=np.float16) for a in (x, w1, w2))
     b1, b2 = (np.ascontiguousarray(a, dtype=np.float32) for a in (b1, b2))
     (m, c), h = x.shape, w1.shape[1]
     out, a = cabi.Tensor(), lib().rf_allocator_system()
     ptrs = (x.ctypes.data, w1.ctypes.data, b1.ctypes.data, w2.ctypes.data, b2.ctypes.data)
+    precision = cabi.RF_PRECISION_MIXED if mixed else cabi.RF_PRECISION_FP64
     check(
-        lib().rf_mlp_reference(a, cabi.RF_PRECISION_FP64, m, c, h, *ptrs, ctypes.byref(out)),
+        lib().rf_mlp_reference(a, precision, m, c, h, *ptrs, ctypes.byref(out)),
         "the CPU reference",
     )
     try:
-        if out.dtype != cabi.RF_DTYPE_F64 or out.nbytes != m * c * 8:
+        dtype, code = (np.float32, cabi.RF_DTYPE_F32) if mixed else (np.float64, cabi.RF_DTYPE_F64)
+        if out.dtype != code or out.nbytes != m * c * np.dtype(dtype).itemsize:
             raise RowfuseError("the CPU reference returned an unexpected tensor")
-        return _copy(out.data, m * c, np.float64).reshape(m, c)
+        return _copy(out.data, m * c, dtype).reshape(m, c)
     finally:
         lib().rf_tensor_free(a, ctypes.byref(out))
 

@@ -28,7 +28,6 @@ repository, else the loader path (librowfuse_runtime.so).
 from __future__ import annotations
 
 import ctypes
-import glob
 import os
 
 import torch
@@ -37,11 +36,7 @@ from torch import nn
 from rowfuse import cabi, clib
 from rowfuse.names import SCHEDULES, VENDOR_SCHEDULE
 
-
-class RowfuseError(RuntimeError):
-    """A C runtime call failed; the message is the runtime's status message."""
-
-
+RowfuseError = clib.RowfuseError  # a C runtime call failed; its status message
 MlpArgs = cabi.MlpArgs
 _Allocator, _DeviceInfo = cabi.Allocator, cabi.DeviceInfo
 
@@ -50,31 +45,15 @@ _DEVICES_OPENED: set[int] = set()
 
 
 def library_path() -> str:
-    env = os.environ.get("ROWFUSE_RUNTIME_LIB")
-    if env:
-        return env
-    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    found = sorted(
-        glob.glob(os.path.join(root, "build*", "src", "runtime", "librowfuse_runtime.so"))
-    )
-    return found[0] if found else "librowfuse_runtime.so"
+    return clib.library_path("ROWFUSE_RUNTIME_LIB", "librowfuse_runtime.so", "src/runtime")
 
 
 def _lib():
     global _LIB
     if _LIB is not None:
         return _LIB
-    path = library_path()
-    try:
-        lib = ctypes.CDLL(path)
-    except OSError as e:
-        raise RowfuseError(f"cannot load the rowfuse runtime library {path}: {e}") from e
-    P, V = ctypes.POINTER, ctypes.c_void_p
-    st = ctypes.c_void_p  # rf_status_t
+    P, V, st = ctypes.POINTER, ctypes.c_void_p, ctypes.c_void_p
     sigs = {
-        "rf_status_message": (ctypes.c_char_p, [st]),
-        "rf_status_free": (None, [st]),
-        "rf_allocator_system": (_Allocator, []),
         "rf_device_open": (st, [ctypes.c_int, P(_DeviceInfo)]),
         "rf_pkg_load": (st, [_Allocator, ctypes.c_char_p, P(V)]),
         "rf_pkg_load_nogpu": (st, [_Allocator, ctypes.c_char_p, P(V)]),
@@ -85,24 +64,16 @@ def _lib():
         "rf_pkg_graph_hash": (ctypes.c_char_p, [V]),
         "rf_pkg_upload_weights_to": (st, [V, V, V, V, V]),
         "rf_variant_create_pkg": (st, [_Allocator, V, ctypes.c_char_p, P(V)]),
-        "rf_variant_create_cublaslt": (st, [_Allocator, ctypes.c_int64, ctypes.c_int64, P(V)]),
         "rf_variant_destroy": (None, [V]),
         "rf_variant_expected_kernels": (None, [V, P(ctypes.c_int), P(ctypes.c_int)]),
         "rf_variant_launch": (st, [V, P(MlpArgs), V]),
     }
-    for name, (res, argtypes) in sigs.items():
-        fn = getattr(lib, name)
-        fn.restype, fn.argtypes = res, argtypes
-    _LIB = lib
-    return lib
+    _LIB = clib.bind(library_path(), sigs, "rowfuse runtime library")
+    return _LIB
 
 
 def _check(status, what: str) -> None:
-    if status:
-        lib = _lib()
-        msg = lib.rf_status_message(status).decode(errors="replace")
-        lib.rf_status_free(status)
-        raise RowfuseError(f"{what}: {msg}")
+    clib.raise_status(_lib(), status, what)
 
 
 def _open_device(index: int) -> None:
@@ -256,7 +227,7 @@ def verify_module(module, rows: int = 8, seed: int = 2026) -> None:
     w1, b1, w2, b2 = kernel_weights(module)
     c, h = w1.shape
     case = clib.mlp_case(rows, c, h, seed, reference=False)
-    ref = clib.reference_fp64(case.x, w1, b1, w2, b2)
+    ref = clib.reference(case.x, w1, b1, w2, b2)
     m = copy.deepcopy(module).cpu().double()
     fc1, fc2 = _two_linears(m)
     with torch.no_grad():

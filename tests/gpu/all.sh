@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Every GPU check and benchmark in one call on the GPU machine (from the repository root),
-# after tests/gpu/prepare.sh ran on the build machine. Carry: build-gpu
+# after tests/gpu/prepare.sh ran on the build machine. Carry build-gpu/bin, build-gpu/lib,
+# build-gpu/pkgs, build-gpu/shapes.txt and build-gpu/bench_shapes.txt (not the build tree).
 #   1. tests/gpu/run.sh: runtime unit test, check of every variant at 25 shapes,
 #      compute-sanitizer (memcheck, racecheck, synccheck, initcheck);
 #   2. tests/gpu/bench.sh: the benchmark of BENCHMARKING.md at every development shape.

@@ -70,6 +70,19 @@ export -f build_one
 sort -u "$B/shapes.txt" "$B/bench_shapes.txt" | awk -v b="$B" -v s="$STAMP" '{print $1, $2, $3, b, s}' |
     xargs -P "$JOBS" -L 1 bash -c 'build_one "$@"' _
 
+echo "== the example model's package (rowfuse compile MODEL.onnx, for tests/gpu/torch_block.py)"
+if [ ! -f "$B/pkgs/example/plan.json" ] || [ "$(cat "$B/pkgs/example/stamp" 2>/dev/null)" != "$STAMP" ]; then
+    rm -rf "$B/work/example" "$B/pkgs/example"
+    PYTHONPATH=python:examples python3 -m rowfuse.export residual_mlp:make --rows 49 \
+        -o "$B/work/example.onnx" >"$B/work/example.log" 2>&1
+    "$B/bin/rowfuse" compile "$B/work/example.onnx" -o "$B/work/example" >>"$B/work/example.log" 2>&1
+    mkdir -p "$B/pkgs/example"
+    cp "$B/work/example/plan.json" "$B/work/example/weights.bin" \
+        "$B/work/example/librowfuse_pkg.so" "$B/pkgs/example/"
+    echo "$STAMP" >"$B/pkgs/example/stamp"
+fi
+echo "  example: $(sed -n 2p "$B/work/example.log" 2>/dev/null | cut -c1-70)"
+
 echo "== carried size"
 du -shc "$B/bin" "$B/lib" "$B/pkgs" | tail -1
 ls "$B/pkgs" | wc -l | sed 's/^/packages: /'

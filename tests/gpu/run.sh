@@ -9,7 +9,8 @@
 #   3. compute-sanitizer memcheck, racecheck, synccheck and initcheck on the rowfuse kernels
 #      (all three schedules) at the first four shapes (49x48x96 has a partial row tile,
 #      100x40x72 partial tiles in every dimension), requiring zero errors,
-#   4. a table (last), and JSON + logs under $OUT (default out/gpu).
+#   4. the drop-in torch module (tests/gpu/torch_block.py) on the example's package,
+#   5. a table (last), and JSON + logs under $OUT (default out/gpu).
 # Exit status 0 only when everything passed.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -78,5 +79,12 @@ head -4 "$B/shapes.txt" | while read -r rows c h; do
 done
 rm -f "$OUT/san.tmp"
 
-echo "== 4. summary after $((SECONDS - T0)) s"
+echo "== 4. the drop-in torch module (compile_block on the example's package)"
+ROWFUSE_RUNTIME_LIB="$PWD/$B/lib/librowfuse_runtime.so" ROWFUSE_LIB="$PWD/$B/lib/librowfuse.so" \
+    python3 tests/gpu/torch_block.py "$B/pkgs/example" >"$OUT/torch_block.log" 2>&1
+TORCH_RC=$?
+cat "$OUT/torch_block.log" | tail -8
+[ "$TORCH_RC" = 0 ] || UNIT_RC=1
+
+echo "== 5. summary after $((SECONDS - T0)) s"
 python3 tests/gpu/summarize.py "$OUT" "$UNIT_RC" "$CHECK_RC" "$MISSING"

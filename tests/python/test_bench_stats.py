@@ -122,16 +122,36 @@ def test_torch_binding_rejects_bad_inputs_without_a_gpu():
     with pytest.raises(ValueError, match="contiguous"):
         rt._require(x.reshape(8, 4).t(), "x", torch.float16, (4, 8), None)
     with pytest.raises(ValueError, match="two nn.Linear"):
-        rt.compile_block(torch.nn.Linear(3, 4), rows=2)
+        rt.compile_block(torch.nn.Linear(3, 4), rows=2, package="unused")
     bad = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.Linear(16, 9))
     with pytest.raises(ValueError, match="C->H->C"):
-        rt.compile_block(bad, rows=2)
-    with pytest.raises(ValueError, match="schedule must be"):
-        rt.RowfuseBlock(
-            torch.zeros(8, 16),
-            torch.zeros(16),
-            torch.zeros(16, 8),
-            torch.zeros(8),
-            rows=2,
-            schedule="fastest",
-        )
+        rt.compile_block(bad, rows=2, package="unused")
+    with pytest.raises(ValueError, match="weights must be"):
+        rt.compile_block(bad, rows=2, package="unused", weights="mine")
+
+
+def test_verify_module_accepts_the_block_and_rejects_others():
+    """compile_block's functional check: the example block passes; the same two Linears
+    without the residual do not."""
+    import sys
+
+    import torch
+    from cli_util import ROOT
+    from rowfuse import torch as rt
+
+    sys.path.insert(0, str(ROOT / "examples"))
+    import residual_mlp
+
+    m = residual_mlp.make()
+    rt.verify_module(m)
+
+    class NoResidual(torch.nn.Module):
+        def __init__(self, src):
+            super().__init__()
+            self.fc1, self.fc2 = src.fc1, src.fc2
+
+        def forward(self, x):
+            return torch.relu(self.fc2(torch.relu(self.fc1(x))))
+
+    with pytest.raises(ValueError, match="does not compute the residual MLP block"):
+        rt.verify_module(NoResidual(m))

@@ -213,3 +213,25 @@ def test_odd_shape_builds_compressed(tmp_path):
     for k in facts["kernels"]:
         ptx = gzip.open(out / k["files"]["ptx"], "rt").read()
         assert "mma.sync.aligned.m16n8k16" in ptx, k["name"]
+
+
+def test_compile_block_checks_the_package_weights(example):
+    """rowfuse.torch.compile_block runs the package's weights only when the package was
+    compiled from this module (graph hash); a module of the same shape with other weights
+    is refused before any GPU is touched, and weights='module' is the explicit way out."""
+    import torch
+    from rowfuse import torch as rt
+
+    pkg, plan, _ = example
+    sys.path.insert(0, str(ROOT / "examples"))
+    import residual_mlp
+
+    other = residual_mlp.make(seed=residual_mlp.SEED + 1)
+    with pytest.raises(ValueError, match="compiled from other weights"):
+        rt.compile_block(other, rows=49, package=str(pkg))
+    # the right module passes the check and stops only at the missing GPU
+    if not torch.cuda.is_available():
+        with pytest.raises(rt.RowfuseError, match="GPU|device|CUDA"):
+            rt.compile_block(residual_mlp.make(), rows=49, package=str(pkg))
+        with pytest.raises(rt.RowfuseError, match="GPU|device|CUDA"):
+            rt.compile_block(other, rows=49, package=str(pkg), weights="module")

@@ -58,9 +58,10 @@ int main(void) {
     BEGIN(rf_tensor_t);
     F(rf_tensor_t, dtype), F(rf_tensor_t, shape), F(rf_tensor_t, data), F(rf_tensor_t, nbytes);
     END();
-    printf(",\n\"constants\": {\"RF_MAX_RANK\": %d, \"RF_DTYPE_F64\": %d, "
-           "\"RF_PRECISION_FP64\": %d}",
-           RF_MAX_RANK, (int)RF_DTYPE_F64, (int)RF_PRECISION_FP64);
+    printf(",\n\"constants\": {\"RF_MAX_RANK\": %d, \"RF_DTYPE_F32\": %d, \"RF_DTYPE_F64\": %d, "
+           "\"RF_PRECISION_FP64\": %d, \"RF_PRECISION_MIXED\": %d}",
+           RF_MAX_RANK, (int)RF_DTYPE_F32, (int)RF_DTYPE_F64, (int)RF_PRECISION_FP64,
+           (int)RF_PRECISION_MIXED);
     printf("\n}\n");
     return 0;
 }
