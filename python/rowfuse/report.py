@@ -117,7 +117,8 @@ def render_markdown(docs) -> str:
         "Medians with [p10, p90]. Event interval and host completion per graph replay "
         "(or eager launch), one synchronize per observation; GPU span of one replay from "
         "CUPTI (first kernel start to last kernel end); back-to-back = N replays between "
-        "two events / N. Check: rel. L2 error vs the CPU fp64 reference after a poisoned "
+        "two events / N. Check: rel. L2 error vs the CPU reference in the plan's mixed "
+        "precision (H rounded to fp16) after a poisoned "
         "replay."
     )
     lines.append("")

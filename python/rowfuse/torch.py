@@ -108,10 +108,11 @@ class RowfuseBlock(nn.Module):
         if schedule != "auto" and schedule not in SCHEDULES:
             raise ValueError(f"schedule must be 'auto' or one of {SCHEDULES}, got {schedule!r}")
         self.rows, self.channels, self.hidden = rows, int(w1.shape[0]), int(w1.shape[1])
-        dev = w1.device if w1.is_cuda else torch.device("cuda", torch.cuda.current_device())
-        self.device = dev
         lib = _lib()
-        _open_device(dev.index or 0)
+        index = (w1.device.index or 0) if w1.is_cuda else 0
+        _open_device(index)  # the C runtime says so first when there is no usable GPU
+        dev = torch.device("cuda", index)
+        self.device = dev
         self._alloc = lib.rf_allocator_system()
         self._pkg = ctypes.c_void_p()
         self._variant = ctypes.c_void_p()
