@@ -18,18 +18,12 @@ import math
 import os
 import sys
 
+from rowfuse import names
+
 SCHEMA = "rowfuse-bench/1"
 REPORT_SCHEMA = "rowfuse-report/1"
-ORDER = [
-    "empty",
-    "conventional",
-    "persistent-smem",
-    "persistent-gmem",
-    "cublaslt",
-    "torch-eager",
-    "torch-compile",
-    "triton-fused",
-]
+# the floor, the C table's schedules (rowfuse/plan.h), then the Python host's peers
+ORDER = ["empty", *names.SCHEDULES, "torch-eager", "torch-compile", "triton-fused"]
 _SUMMARY_KEYS = ("count", "median", "p10", "p90")
 
 
@@ -198,7 +192,7 @@ def _median(v, mode, metric):
     return s["median"] if s else None
 
 
-def render_comparison(docs, subject: str = "persistent-smem") -> list[str]:
+def render_comparison(docs, subject: str = names.SCHEDULES[0]) -> list[str]:
     """persistent-smem's GPU span over each peer's, per (host, shape), and the targets of
     BENCHMARKING.md at 49x48x96; a ratio above 1 means rowfuse loses."""
     out = [f"## {subject}: GPU span relative to each peer (ratio < 1: {subject} faster)", ""]

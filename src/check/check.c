@@ -191,7 +191,7 @@ static rf_status_t run_package(job_t *j, const char *dir) {
         const char *name = rf_schedule_name((rf_schedule_t)i);
         if (!wanted(o, name))
             continue;
-        /* rf_variant_create_pkg gives the cuBLASLt variant for "cublaslt". */
+        /* rf_variant_create_pkg gives the cuBLASLt variant for the vendor schedule. */
         if (i == RF_SCHEDULE_CUBLASLT || rf_pkg_kernel_count(pkg, name) >= 1)
             st = rf_variant_create_pkg(j->a, pkg, name, &variants[i]);
         if (st && (st = record_error(j, dir, name, 0, c, h, st)))

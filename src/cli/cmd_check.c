@@ -16,8 +16,8 @@ static void print_usage(FILE *f) {
                "                     [--json OUT.json]\n"
                "  --shapes    comma list of ROWS (every package) or ROWSxCxH (packages of that C\n"
                "              and H; else the cuBLASLt baseline alone); default: the plan's rows\n"
-               "  --variants  comma list of persistent-smem, persistent-gmem, conventional,\n"
-               "              cublaslt; default: all the package has, and cublaslt\n"
+               "  --variants  comma list of schedule names (rowfuse/plan.h); default: all the\n"
+               "              package has, and the vendor baseline\n"
                "Pass: Y finite, rel-L2 <= 1e-3 and |y-ref| <= 1e-2 + 1e-2|ref| against the CPU\n"
                "reference in mixed precision, after a CUDA Graph replay into a NaN-poisoned Y.\n");
 }

@@ -270,7 +270,7 @@ rf_status_t rf_variant_create_cublaslt(rf_allocator_t a, int64_t channels, int64
     RF_RETURN_IF_ERROR_PLAIN(rf_alloc_zeroed(a, 1, sizeof(*v), "variant", (void **)&v));
     v->allocator = a;
     v->ops = &lt_ops;
-    snprintf(v->name, sizeof(v->name), "cublaslt");
+    snprintf(v->name, sizeof(v->name), "%s", rf_schedule_name(RF_SCHEDULE_CUBLASLT));
     v->channels = channels;
     v->hidden = hidden;
     v->kernels_min = 3;

@@ -95,7 +95,9 @@ MIXED = {
 def assert_close(got, want, rtol, what):
     assert got.shape == want.shape, (what, got.shape, want.shape)
     got = got.astype(np.float64)
-    scale = np.maximum(np.abs(want), 1e-2 * np.abs(want).max())
+    # relative to each value, floored at 1% of the largest (and above zero: a ReLU output
+    # can be all zeros for one row, where any non-zero value must then fail)
+    scale = np.maximum(np.abs(want), max(1e-2 * np.abs(want).max(), 1e-300))
     err = np.abs(got - want) / scale
     worst = np.unravel_index(np.argmax(err), err.shape)
     assert err.max() <= rtol, (
