@@ -5,7 +5,7 @@ Exports MODEL with torch.export, imports it through iree-turbine, compiles it wi
 iree-compile for each target phase by phase, keeps every stage's output in DIR with an
 index (index.json; `rowfuse inspect DIR` lists it), and runs the llvm-cpu module against
 PyTorch on fresh random inputs. Exit status: 0 ok, 1 the CPU module does not match
-PyTorch, 2 bad arguments or a failed stage.
+PyTorch, 2 bad arguments, a failed stage or a missing artifact.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import argparse
 import collections
 import sys
 
-from . import build, models, stages
+from . import artifacts, build, models, stages
 
 
 def _print_summary(index: dict) -> None:
@@ -67,6 +67,11 @@ def main(argv=None) -> int:
         return 2
     _print_summary(index)
     print(f"wrote {args.output}/index.json")
+    missing = artifacts.problems(args.output, index)
+    for m in missing:
+        print(f"rowfuse.lab: incomplete: {m}", file=sys.stderr)
+    if missing:
+        return 2
     return 0 if index.get("check", {"ok": True})["ok"] else 1
 
 

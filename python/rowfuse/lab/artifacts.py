@@ -85,6 +85,37 @@ def write_index(out: str, info: dict) -> dict:
     return index
 
 
+def required_stages(targets, phases) -> list[tuple[str | None, str]]:
+    """(target, stage) pairs a complete lab folder has at least one artifact of."""
+    need = [(None, "fx"), (None, "torch-mlir"), (None, "linalg-mlir")]
+    for t in targets:
+        need += [(t, f"phase:{p}") for p in phases]
+        need += [(t, "vmfb"), (t, "executable-source"), (t, "llvm-ir")]
+        need.append((t, "ptx" if t == "cuda" else "object"))
+    return need
+
+
+def problems(out: str, index: dict, min_bytes: int = 64) -> list[str]:
+    """What is missing or wrong in lab folder `out` against its index: a required stage
+    without an artifact, a listed file that is absent, smaller than min_bytes, or whose
+    size differs from the index. Empty when complete."""
+    found = []
+    have = {(a["target"], a["stage"]) for a in index["artifacts"]}
+    phases = [p for p in index["phases"] if p != "input"]
+    for target, stage in required_stages(index["targets"], phases):
+        if (target, stage) not in have:
+            found.append(f"no {stage} artifact" + (f" for {target}" if target else ""))
+    for a in index["artifacts"]:
+        path = os.path.join(out, a["name"])
+        if not os.path.isfile(path):
+            found.append(f"{a['name']}: listed but missing")
+        elif os.path.getsize(path) != a["bytes"]:
+            found.append(f"{a['name']}: {os.path.getsize(path)} bytes, index says {a['bytes']}")
+        elif a["bytes"] < min_bytes and a["stage"] not in ("log", "other"):
+            found.append(f"{a['name']}: only {a['bytes']} bytes")
+    return found
+
+
 def read_index(out: str) -> dict:
     with open(os.path.join(out, INDEX)) as f:
         index = json.load(f)

@@ -20,6 +20,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import warnings
 
 CUDA_TARGET = "sm_89"
 
@@ -91,7 +92,10 @@ def import_torch_mlir(ep, out: str) -> str:
     from iree.turbine import aot
 
     path = os.path.join(out, "model.torch.mlir")
-    aot.export(ep).save_mlir(path)
+    with warnings.catch_warnings():
+        # turbine copies weights with np.array(tensor), which numpy 2 flags; harmless.
+        warnings.filterwarnings("ignore", "__array__ implementation", DeprecationWarning)
+        aot.export(ep).save_mlir(path)
     return path
 
 
