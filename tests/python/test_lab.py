@@ -230,3 +230,21 @@ def test_rowfuse_lab_command_and_inspect(labs, tmp_path):
     assert list(got["targets"]) == ["llvm-cpu"] and got["check"]["ok"]
     assert artifacts.problems(str(lab), got) == []
     rowfuse("lab", "no_such_model", "-o", tmp_path / "x", check=2)
+
+
+def test_carry_folder_holds_the_compiled_weights(labs, tmp_path):
+    """What travels to the GPU machine: the CUDA module, its index and the weights, which
+    reload into a fresh model bit for bit."""
+    from rowfuse.lab import carry
+
+    out, index = labs("gru")
+    carry.assemble(str(out.parent), "cuda", str(tmp_path), ["gru"])
+    got = tmp_path / "gru"
+    assert (got / "module.vmfb").read_bytes() == (out / "cuda" / "module.vmfb").read_bytes()
+    assert json.loads((got / "index.json").read_text()) == index
+    module = models.build("gru")
+    for p in module.parameters():
+        torch.nn.init.zeros_(p)
+    carry.load_weights(module, str(got / "weights.npz"))
+    for k, v in models.build("gru").state_dict().items():
+        assert torch.equal(module.state_dict()[k], v), k
