@@ -30,12 +30,12 @@ export PYTHONPATH="$PWD/python:$PWD/$SITE${PYTHONPATH:+:$PYTHONPATH}"
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv,noheader || true
 
 echo "== IREE (streams) + PyTorch eager + torch.compile"
-timeout 170 "$PY" -m rowfuse.lab.gpu --lab build/lab-gpu --iree-mode streams \
+timeout 175 "$PY" -m rowfuse.lab.gpu --lab build/lab-gpu --iree-mode streams \
     -o "$DEST/run_streams.json" >"$DEST/run_streams.log" 2>&1
 RC1=$?
 grep '^\[lab' "$DEST/run_streams.log" | cut -c1-160
 echo "== IREE (CUDA graphs)"
-timeout 50 "$PY" -m rowfuse.lab.gpu --lab build/lab-gpu --iree-mode graphs --no-torch \
+timeout 45 "$PY" -m rowfuse.lab.gpu --lab build/lab-gpu --iree-mode graphs --no-torch \
     -o "$DEST/run_graphs.json" >"$DEST/run_graphs.log" 2>&1
 RC2=$?
 grep '^\[lab' "$DEST/run_graphs.log" | cut -c1-160

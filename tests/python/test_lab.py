@@ -102,6 +102,11 @@ def test_every_stage_is_kept(name, labs):
         lls = [_read(out, n) for n in _one(index, target, "llvm-ir")]
         assert any("define " in ll and "target triple" in ll for ll in lls)
 
+    # The exported main waits for its result (rowfuse.lab.gpu times calls on that).
+    hal = _read(out, "cuda/phases/10-hal.mlir")
+    main = hal.split("util.func public @main(", 1)[1].split("\n  }", 1)[0]
+    assert "hal.fence.await" in main, main
+
     ptx = "\n".join(_read(out, n) for n in _one(index, "cuda", "ptx"))
     assert f".target {stages.CUDA_TARGET}" in ptx
     entries = ptx.count(".visible .entry")

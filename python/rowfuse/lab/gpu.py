@@ -98,7 +98,14 @@ def _torch_variants(module, x, dev, with_graphs, failed):
             continue
         if not with_graphs:
             continue
-        try:
+        try:  # warm up on a side stream, then capture (as rowfuse.bench.capture does)
+            side = torch.cuda.Stream()
+            side.wait_stream(torch.cuda.current_stream())
+            with torch.no_grad(), torch.cuda.stream(side):
+                for _ in range(3):
+                    fn(xt)
+            torch.cuda.current_stream().wait_stream(side)
+            sync()
             g = torch.cuda.CUDAGraph()
             with torch.no_grad(), torch.cuda.graph(g):
                 y_static = fn(xt)
