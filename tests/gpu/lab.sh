@@ -10,14 +10,18 @@
 #   3. python -m rowfuse.lab.report: $OUT/lab/report.{md,json,png}, the table printed last.
 # Full logs and run JSON under $OUT/lab/. Exit status: 0 when every variant ran and matched.
 set -uo pipefail
-cd "$(dirname "$0")/../.."
+cd "$(dirname "$0")/../.." || exit 2
 DEST=${OUT:-out}/lab
 PY=${PYTHON:-python3}
 SITE=build/lab-gpu/site
 mkdir -p "$DEST"
 export PYTHONUNBUFFERED=1
+if [ -z "${ROWFUSE_GIT_REV:-}" ] && [ -f build/lab-gpu/REVISION ]; then
+    ROWFUSE_GIT_REV=$(cat build/lab-gpu/REVISION)
+    export ROWFUSE_GIT_REV
+fi
 
-whl=$(ls .whl/iree_base_runtime-*cp312*.whl 2>/dev/null | head -n 1)
+whl=$(find .whl -maxdepth 1 -name 'iree_base_runtime-*cp312*.whl' 2>/dev/null | head -n 1)
 if [ -z "$whl" ] || [ ! -d build/lab-gpu ]; then
     echo "lab.sh: carry build/lab-gpu and .whl (made by tests/gpu/lab_prepare.sh)" >&2
     exit 2

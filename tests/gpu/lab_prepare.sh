@@ -23,6 +23,10 @@ done
 echo "== carry folder build/lab-gpu"
 rm -rf build/lab-gpu
 "$PYTHON" -m rowfuse.lab.carry --lab build/lab --target cuda -o build/lab-gpu
+# The GPU machine gets the work tree without git: record the revision for the report.
+rev=$(git rev-parse HEAD 2>/dev/null || echo unknown)
+git diff --quiet HEAD 2>/dev/null || rev="$rev-dirty"
+echo "$rev" >build/lab-gpu/REVISION
 
 echo "== iree-base-runtime $RUNTIME_VERSION wheel for Python 3.12 (.whl)"
 mkdir -p .whl
