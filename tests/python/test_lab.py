@@ -4,7 +4,7 @@ llvm-cpu module matching PyTorch on fresh random inputs within the derived toler
 (rowfuse.lab.numerics). IREE is installed by scripts/setup.sh: a missing IREE package is
 an import error here, so a failure, never a skip.
 
-Each model's lab folder is built once per session (module-scoped fixture).
+Each model's lab folder is built once for this file (a module-scoped fixture).
 """
 
 from __future__ import annotations

@@ -4,7 +4,10 @@
 from __future__ import annotations
 
 import json
+import random
 
+import pytest
+from rowfuse import bench
 from rowfuse.lab import gpu, report
 
 
@@ -41,6 +44,18 @@ def _run(mode, variants):
 def _variant(label, median, ok=True):
     check = {"rel_l2_vs_torch_fp64": 1e-7 if ok else 1e-2, "ok": ok}
     return {"label": label, "check": check, "host_us": _stats(median), "kernels": 2}
+
+
+def test_summary_statistics_match_the_benchmarks():
+    rng = random.Random(random.SystemRandom().randrange(2**31))
+    for n in (1, 2, 7, 1000):
+        values = [rng.lognormvariate(3.0, 0.5) for _ in range(n)]
+        ours, theirs = gpu.summarize(values), bench.summarize(values)
+        assert ours.keys() == theirs.keys()
+        for k in ours:
+            assert ours[k] == pytest.approx(theirs[k], rel=1e-12), (n, k)
+    with pytest.raises(ValueError):
+        gpu.summarize([1.0, float("nan")])
 
 
 def test_split_calls_groups_kernels_by_idle_gaps():
