@@ -1,8 +1,10 @@
 /* `rowfuse inspect PKG [ARTIFACT] [--sass]`: lists a package's files (plan, weights,
  * kernels, PTX, SASS, DSL IR) or prints one. --sass disassembles every kernel cubin in the
  * package with cuobjdump (on a machine that has it, e.g. the GPU machine) into
- * <kernel>.cubin.sass, for packages built where no disassembler was found. */
+ * <kernel>.cubin.sass, for packages built where no disassembler was found. A lab folder
+ * (`rowfuse lab`) is listed from its index.json: each artifact with its stage and size. */
 #define _POSIX_C_SOURCE 200809L
+#include <cjson/cJSON.h>
 #include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -65,6 +67,49 @@ static rf_status_t rf_walk(const char *root, const char *rel, int depth, int sas
     return st;
 }
 
+/* Lists a lab folder's index.json; sets *listed when dir has a lab index. */
+static rf_status_t rf_list_lab(const char *dir, int *listed) {
+    char path[8192];
+    snprintf(path, sizeof path, "%s/index.json", dir);
+    *listed = 0;
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return RF_OK; /* not a lab folder */
+    char *text = NULL;
+    long size = fseek(f, 0, SEEK_END) == 0 ? ftell(f) : -1;
+    if (size >= 0 && size < (64L << 20) && fseek(f, 0, SEEK_SET) == 0 &&
+        (text = malloc((size_t)size + 1)) != NULL) {
+        text[fread(text, 1, (size_t)size, f)] = '\0';
+    }
+    fclose(f);
+    cJSON *index = text ? cJSON_Parse(text) : NULL;
+    free(text);
+    const cJSON *schema = cJSON_GetObjectItemCaseSensitive(index, "schema");
+    const cJSON *arts = cJSON_GetObjectItemCaseSensitive(index, "artifacts");
+    if (!cJSON_IsString(schema) || strcmp(schema->valuestring, "rowfuse-lab/1") != 0) {
+        cJSON_Delete(index);
+        return RF_OK; /* some other index.json: list the files */
+    }
+    if (!cJSON_IsArray(arts)) {
+        cJSON_Delete(index);
+        return RF_ERR(RF_CODE_INVALID_ARGUMENT, "'%s' has no artifact list", path);
+    }
+    const cJSON *model = cJSON_GetObjectItemCaseSensitive(index, "model");
+    printf("lab %s (model %s):\n", dir, cJSON_IsString(model) ? model->valuestring : "?");
+    const cJSON *a;
+    cJSON_ArrayForEach(a, arts) {
+        const cJSON *name = cJSON_GetObjectItemCaseSensitive(a, "name");
+        const cJSON *stage = cJSON_GetObjectItemCaseSensitive(a, "stage");
+        const cJSON *bytes = cJSON_GetObjectItemCaseSensitive(a, "bytes");
+        if (cJSON_IsString(name) && cJSON_IsString(stage) && cJSON_IsNumber(bytes))
+            printf("  %-34s %10.0f bytes  %s\n", stage->valuestring, bytes->valuedouble,
+                   name->valuestring);
+    }
+    cJSON_Delete(index);
+    *listed = 1;
+    return RF_OK;
+}
+
 int rf_cmd_inspect(int argc, char **argv) {
     const char *pkg = NULL, *artifact = NULL;
     int sass = 0;
@@ -102,9 +147,13 @@ int rf_cmd_inspect(int argc, char **argv) {
         fclose(f);
         return 0;
     }
-    int count = 0;
-    if (!sass)
+    int count = 0, lab = 0;
+    if (!sass) {
+        rf_status_t st = rf_list_lab(pkg, &lab);
+        if (st || lab)
+            return rf_cli_report("inspect", st);
         printf("package %s:\n", pkg);
+    }
     rf_status_t st = rf_walk(pkg, "", 0, sass, &count);
     if (!st && sass && count == 0)
         st = RF_ERR(RF_CODE_NOT_FOUND, "package '%s' holds no .cubin to disassemble", pkg);
