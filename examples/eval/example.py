@@ -10,7 +10,8 @@
    H = ReLU(X W1 + b1), Y = ReLU(H W2 + b2 + X) followed by a linear head.
 3. Exports it with rowfuse's exporter (rowfuse.export.export) to DIR/model.onnx (block and
    head) and DIR/block.onnx (the block alone, which `rowfuse compile` turns into a GPU
-   package), and writes DIR/torch_fp64.npy, the trained model's logits in float64.
+   package), and writes DIR/torch_fp64.npy (the trained model's logits in float64) and
+   DIR/weights.npz (its parameters).
 4. Runs `rowfuse verify` and `rowfuse eval --cpu-mixed` into DIR/report/ (unless --no-eval).
 
 The data and the model are synthetic: this example makes no claim about any real task.
@@ -149,13 +150,15 @@ def main(argv=None) -> int:
         logits = model.double()(torch.from_numpy(eval_t["x"]).double()).numpy()
     model.float()
     np.save(out / "torch_fp64.npy", logits)
+    params = {k.replace(".", "_"): v.double().numpy() for k, v in model.state_dict().items()}
+    np.savez(out / "weights.npz", **params)  # block_fc1_weight, ..., head_bias (fp32 values)
     acc = float((logits.argmax(1) == eval_t["label"]).mean())
     print(
         f"trained {args.epochs} epochs in {time.time() - t0:.1f} s: last batch loss {loss:.3f}, "
         f"eval accuracy (PyTorch, fp64) {100 * acc:.2f}%"
     )
     export_all(model, out)
-    print(f"wrote {out}/eval.csv, model.onnx, block.onnx, torch_fp64.npy")
+    print(f"wrote {out}/eval.csv, model.onnx, block.onnx, torch_fp64.npy, weights.npz")
     if args.no_eval:
         return 0
     rowfuse = os.environ.get("RF_BIN", str(ROOT / "build" / "rowfuse"))

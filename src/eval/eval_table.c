@@ -101,11 +101,14 @@ rf_status_t rf_eval_columns_check(const rf_eval_columns_t *c) {
     return RF_OK;
 }
 
-/* Decimal numbers only: an optional sign, then a digit or a point (no hex, no words). */
+/* Decimal numbers only: an optional sign, then a digit or a point, and nothing but digits,
+ * points, signs and exponent letters (strtod alone would take hex and words). */
 static int rf_looks_decimal(const char *s) {
     if (*s == '+' || *s == '-')
         s++;
-    return isdigit((unsigned char)*s) || (*s == '.' && isdigit((unsigned char)s[1]));
+    if (!isdigit((unsigned char)*s) && !(*s == '.' && isdigit((unsigned char)s[1])))
+        return 0;
+    return strspn(s, "0123456789.eE+-") == strlen(s);
 }
 
 static int rf_is_nan_or_inf_word(const char *s) {
