@@ -178,9 +178,10 @@ static rf_status_t rf_group_label(rf_eval_report_t *rep, const rf_eval_table_t *
     RF_RETURN_IF_ERROR_PLAIN(rf_arena_alloc(ar, sizeof *c * (size_t)(2 * n_keys + 1), (void **)&c));
     v = c + n_keys;
     size_t len = 8;
-    for (int i = 0; i < n_keys; i++) {
-        c[i] = t->slices[cols[i]].name;
-        v[i] = t->slices[cols[i]].levels[codes[i]];
+    for (int i = 0; i < n_keys; i++) { /* copies: the report outlives the table */
+        c[i] = rep->slice_names[cols[i]];
+        RF_RETURN_IF_ERROR_PLAIN(
+            rf_arena_strdup(ar, t->slices[cols[i]].levels[codes[i]], (char **)&v[i]));
         len += strlen(c[i]) + strlen(v[i]) + 4;
     }
     char *name;
