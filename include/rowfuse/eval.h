@@ -22,7 +22,7 @@
  *
  * Errors: every fallible function returns rf_status_t (NULL = OK). Bad data is an error
  * naming the file, the column and the row (rows count data rows from 1, the CSV header not
- * counted; CSV errors also give the line): a missing or duplicated column, a non-numeric,
+ * counted): a missing or duplicated column (NOT_FOUND, INVALID_ARGUMENT), a non-numeric,
  * NaN or infinite feature or label, an empty slice value, an empty file, labels outside the
  * model's classes (INVALID_ARGUMENT or PARSE_ERROR); a model whose input does not take the
  * features or that is not one output row per input row is UNSUPPORTED or SHAPE_ERROR.
@@ -77,7 +77,7 @@ typedef struct rf_eval_table {
     int n_slices;
     const rf_eval_slice_column_t *slices;
     rf_allocator_t allocator;
-    rf_arena_t arena; /* owns everything above */
+    rf_arena_t arena; /* the strings; the arrays are the allocator's (freed by destroy) */
 } rf_eval_table_t;
 
 /* Reads a .csv or .npz file (by extension). *out_table is the caller's. */
@@ -160,8 +160,8 @@ int rf_eval_report_group_count(const rf_eval_report_t *report);
 const rf_eval_group_t *rf_eval_report_group(const rf_eval_report_t *report, int index);
 int rf_eval_report_warning_count(const rf_eval_report_t *report);
 const char *rf_eval_report_warning(const rf_eval_report_t *report, int index);
-/* "cpu-mixed" or "gpu", and for the GPU the device, the package's schedule and which nodes
- * ran where, one line ("gpu: nodes 0-4 (...); cpu: node 5 (Gemm)"). */
+/* Which nodes of (b) ran where, one line: "gpu: 0 Gemm, 1 Relu, ...; cpu: 5 Gemm" (nodes
+ * no output needs are listed as skipped). */
 const char *rf_eval_report_placement(const rf_eval_report_t *report);
 
 /* Every row's model outputs, (a) and (b), [rows, K] row-major (lent): for looking at the
