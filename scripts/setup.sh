@@ -5,7 +5,7 @@ set -euo pipefail
 
 APT_PACKAGES=(
   cmake ninja-build pkg-config clang libclang-rt-14-dev clang-format
-  protobuf-c-compiler libprotobuf-c-dev libonnx-dev libcjson-dev
+  protobuf-c-compiler libprotobuf-c-dev libonnx-dev libcjson-dev libcsv-dev libzip-dev
 )
 PIP_PACKAGES=(
   "torch==2.15.0" "onnx==1.23.2" "onnxscript==0.7.2" "numpy>=2" "pytest>=8"

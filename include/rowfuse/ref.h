@@ -41,6 +41,28 @@ rf_status_t rf_ref_run(rf_allocator_t allocator, const rf_graph_t *graph, rf_pre
                        const rf_tensor_t *inputs, int n_inputs, rf_tensor_t *out_outputs,
                        int n_outputs);
 
+/* A value supplied to rf_ref_run_given instead of computed by its node. */
+typedef struct rf_ref_given {
+    int value;                 /* value index: a node's output (not a graph input, constant) */
+    const rf_tensor_t *tensor; /* its contents, any numeric dtype, the value's shape; lent */
+} rf_ref_given_t;
+
+/* rf_ref_run with some intermediate values supplied: each given value is taken as
+ * computed (converted to double and used as is, never rounded, in either precision), and
+ * only the nodes still needed for the graph outputs run. A node runs when one of its
+ * outputs is needed and not given; a node that would run but also produces a given value is
+ * an INVALID_ARGUMENT error (split points must be whole nodes). This is how a caller runs
+ * part of a graph elsewhere (e.g. a block on the GPU) and the rest on the interpreter.
+ * Every graph input is still passed, with rf_ref_run's rules, even if no node that runs
+ * reads it. out_ran, when not NULL, receives rf_graph_node_count(graph) flags: 1 for each
+ * node run, 0 for each node skipped. Errors: a given value that is out of range, a graph
+ * input, a constant or given twice (INVALID_ARGUMENT), a shape other than the value's
+ * declared one (SHAPE_ERROR). With n_given == 0 this is rf_ref_run. */
+rf_status_t rf_ref_run_given(rf_allocator_t allocator, const rf_graph_t *graph,
+                             rf_precision_t precision, const rf_tensor_t *inputs, int n_inputs,
+                             const rf_ref_given_t *given, int n_given, rf_tensor_t *out_outputs,
+                             int n_outputs, int *out_ran);
+
 #ifdef __cplusplus
 }
 #endif

@@ -28,6 +28,10 @@ void rf_tensor_free(rf_allocator_t a, rf_tensor_t *tensor);
 
 rf_status_t rf_npy_read(rf_allocator_t a, const char *path, rf_tensor_t *out_tensor);
 rf_status_t rf_npy_write(const char *path, const rf_tensor_t *tensor);
+/* Reads .npy bytes held in memory (e.g. one member of an .npz archive) with the same rules
+ * as rf_npy_read; `name` stands for the path in error messages. The buffer is lent. */
+rf_status_t rf_npy_read_buffer(rf_allocator_t a, const void *data, size_t size, const char *name,
+                               rf_tensor_t *out_tensor);
 
 /* IEEE half <-> float conversions, round-to-nearest-even. */
 uint16_t rf_f32_to_f16(float f);

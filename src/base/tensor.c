@@ -294,6 +294,20 @@ rf_status_t rf_npy_read(rf_allocator_t a, const char *path, rf_tensor_t *out_ten
     return st;
 }
 
+rf_status_t rf_npy_read_buffer(rf_allocator_t a, const void *data, size_t size, const char *name,
+                               rf_tensor_t *out_tensor) {
+    memset(out_tensor, 0, sizeof *out_tensor);
+    if (!data || size == 0)
+        return RF_ERR(RF_CODE_PARSE_ERROR, "%s: empty, not a .npy file", name);
+    /* The reader works on a FILE; fmemopen gives one over the buffer (read-only). */
+    FILE *f = fmemopen((void *)data, size, "rb");
+    if (!f)
+        return RF_ERR(RF_CODE_IO_ERROR, "%s: cannot open the buffer: %s", name, strerror(errno));
+    rf_status_t st = rf_npy_read_open(a, f, name, out_tensor);
+    fclose(f);
+    return st;
+}
+
 static const char *rf_npy_descr(rf_dtype_t dtype) {
     switch (dtype) {
     case RF_DTYPE_F16:

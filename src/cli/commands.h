@@ -17,6 +17,7 @@ int rf_cmd_check(int argc, char **argv);
 int rf_cmd_bench(int argc, char **argv);
 int rf_cmd_report(int argc, char **argv);
 int rf_cmd_schedule(int argc, char **argv);
+int rf_cmd_eval(int argc, char **argv);
 int rf_cmd_lab(int argc, char **argv);
 
 /* Prints "rowfuse <cmd>: <code>: <message>" to stderr and frees the status. Returns the

@@ -25,6 +25,7 @@ static const rf_cli_command_t rf_commands[] = {
     {"check", rf_cmd_check, "check PKGDIR... (needs a GPU)"},
     {"bench", rf_cmd_bench, "bench PKGDIR --c (needs a GPU)"},
     {"report", rf_cmd_report, "report RUN.json... -o DIR [--no-plot]"},
+    {"eval", rf_cmd_eval, "eval --model M.onnx --data D.csv|D.npz --features COLS --label COL ..."},
     {"lab", rf_cmd_lab, "lab MODEL -o DIR [--targets llvm-cpu,cuda] [--no-check]"},
 };
 

@@ -397,15 +397,91 @@ static rf_status_t rf_ref_copy_output(rf_ref_ctx_t *ctx, int i, rf_tensor_t *out
     return RF_OK;
 }
 
+/* Loads a value given by the caller of rf_ref_run_given in place of its node's output. */
+static rf_status_t rf_ref_load_given(rf_ref_ctx_t *ctx, const rf_ref_given_t *given) {
+    int v = given->value;
+    const rf_value_t *value = rf_graph_value(ctx->graph, v);
+    const rf_tensor_t *t = given->tensor;
+    char got[160], want[160];
+    int64_t numel;
+    if (!t)
+        return RF_ERR(RF_CODE_INVALID_ARGUMENT, "given value '%s' has no tensor", value->name);
+    RF_RETURN_IF_ERROR(rf_shape_numel(&t->shape, &numel), "given value '%s'", value->name);
+    size_t esize = rf_dtype_size(t->dtype);
+    if (!esize || (uint64_t)numel * esize != t->nbytes || (numel && !t->data))
+        return RF_ERR(RF_CODE_INVALID_ARGUMENT,
+                      "given value '%s' of shape %s (%s) has %zu bytes, which does not match",
+                      value->name, rf_shape_format(&t->shape, got, sizeof got),
+                      rf_dtype_name(t->dtype), t->nbytes);
+    if (value->has_shape && !rf_shape_equal(&value->shape, &t->shape))
+        return RF_ERR(RF_CODE_SHAPE_ERROR, "given value '%s' has shape %s, the graph declares %s",
+                      value->name, rf_shape_format(&t->shape, got, sizeof got),
+                      rf_shape_format(&value->shape, want, sizeof want));
+    void *p;
+    RF_RETURN_IF_ERROR_PLAIN(rf_alloc_zeroed(ctx->allocator, (size_t)(numel ? numel : 1),
+                                             sizeof(double), value->name, &p));
+    rf_ref_convert(t->dtype, t->data, numel, p);
+    ctx->bufs[v].shape = t->shape;
+    ctx->bufs[v].numel = numel;
+    ctx->bufs[v].data = p;
+    return RF_OK;
+}
+
+/* Which nodes run when `is_given` values are supplied: walking back from the graph
+ * outputs, a node runs when one of its outputs is needed and not given, and then its
+ * inputs that are not given are needed. `needed` is scratch of one byte per value. */
+static rf_status_t rf_ref_plan_given(const rf_graph_t *g, const unsigned char *is_given,
+                                     unsigned char *needed, int *run) {
+    int n_values = rf_graph_value_count(g), n_nodes = rf_graph_node_count(g);
+    for (int i = 0; i < rf_graph_output_count(g); i++) {
+        int v = rf_graph_output(g, i);
+        if (v >= 0 && v < n_values)
+            needed[v] = 1;
+    }
+    for (int k = n_nodes - 1; k >= 0; k--) {
+        const rf_node_t *node = rf_graph_node(g, k);
+        int want = 0, gives = -1;
+        for (int i = 0; i < node->n_outputs; i++) {
+            int v = node->outputs[i];
+            if (v < 0 || v >= n_values)
+                continue;
+            if (is_given[v])
+                gives = v;
+            else if (needed[v])
+                want = 1;
+        }
+        run[k] = want;
+        if (!want)
+            continue;
+        if (gives >= 0) {
+            char desc[200];
+            return RF_ERR(RF_CODE_INVALID_ARGUMENT,
+                          "%s produces the given value '%s' and a value still needed; a split "
+                          "point must give every needed output of a node",
+                          rf_node_describe(g, k, desc, sizeof desc),
+                          rf_graph_value(g, gives)->name);
+        }
+        for (int i = 0; i < node->n_inputs; i++) {
+            int v = node->inputs[i];
+            if (v >= 0 && v < n_values && !is_given[v])
+                needed[v] = 1;
+        }
+    }
+    return RF_OK;
+}
+
 /* The run itself; ctx->bufs is allocated by the caller and freed by it. last_use[v] is the
- * last node that reads v (or INT_MAX-like n_nodes for graph outputs). */
-static rf_status_t rf_ref_execute(rf_ref_ctx_t *ctx, const int *last_use, const rf_tensor_t *inputs,
-                                  int n_inputs) {
+ * last node that reads v (or INT_MAX-like n_nodes for graph outputs); run[k] says whether
+ * node k runs. */
+static rf_status_t rf_ref_execute(rf_ref_ctx_t *ctx, const int *last_use, const int *run,
+                                  const rf_tensor_t *inputs, int n_inputs) {
     const rf_graph_t *g = ctx->graph;
     for (int i = 0; i < n_inputs; i++)
         RF_RETURN_IF_ERROR_PLAIN(rf_ref_load_input(ctx, i, &inputs[i]));
     int n_nodes = rf_graph_node_count(g);
     for (int k = 0; k < n_nodes; k++) {
+        if (!run[k])
+            continue;
         char desc[200];
         RF_RETURN_IF_ERROR(rf_ref_run_node(ctx, k), "%s",
                            rf_node_describe(g, k, desc, sizeof desc));
@@ -421,13 +497,64 @@ static rf_status_t rf_ref_execute(rf_ref_ctx_t *ctx, const int *last_use, const 
     return RF_OK;
 }
 
+/* Checks the given values and marks them in is_given (one byte per value). */
+static rf_status_t rf_ref_check_given(const rf_graph_t *graph, const rf_ref_given_t *given,
+                                      int n_given, unsigned char *is_given) {
+    int n_values = rf_graph_value_count(graph);
+    if (n_given < 0 || (n_given > 0 && !given))
+        return RF_ERR(RF_CODE_INVALID_ARGUMENT, "rf_ref_run_given: %d given values", n_given);
+    for (int i = 0; i < n_given; i++) {
+        int v = given[i].value;
+        if (v < 0 || v >= n_values)
+            return RF_ERR(RF_CODE_INVALID_ARGUMENT, "given value %d: index %d is out of range", i,
+                          v);
+        const rf_value_t *value = rf_graph_value(graph, v);
+        if (value->is_const || value->producer < 0)
+            return RF_ERR(RF_CODE_INVALID_ARGUMENT,
+                          "given value '%s' is a %s; only values computed by a node can be given",
+                          value->name, value->is_const ? "constant" : "graph input");
+        if (is_given[v])
+            return RF_ERR(RF_CODE_INVALID_ARGUMENT, "value '%s' is given twice", value->name);
+        is_given[v] = 1;
+    }
+    return RF_OK;
+}
+
+/* Fills last_use (see rf_ref_execute) over the nodes that run. */
+static void rf_ref_liveness(const rf_graph_t *graph, const int *run, int *last_use) {
+    int n_values = rf_graph_value_count(graph), n_nodes = rf_graph_node_count(graph);
+    for (int v = 0; v < n_values; v++)
+        last_use[v] = -1;
+    for (int k = 0; k < n_nodes; k++) {
+        const rf_node_t *node = rf_graph_node(graph, k);
+        for (int i = 0; run[k] && i < node->n_inputs; i++)
+            if (node->inputs[i] >= 0 && node->inputs[i] < n_values)
+                last_use[node->inputs[i]] = k;
+    }
+    for (int i = 0; i < rf_graph_output_count(graph); i++) {
+        int v = rf_graph_output(graph, i);
+        if (v >= 0 && v < n_values)
+            last_use[v] = n_nodes; /* never freed before the outputs are copied */
+    }
+}
+
 rf_status_t rf_ref_run(rf_allocator_t allocator, const rf_graph_t *graph, rf_precision_t precision,
                        const rf_tensor_t *inputs, int n_inputs, rf_tensor_t *out_outputs,
                        int n_outputs) {
+    return rf_ref_run_given(allocator, graph, precision, inputs, n_inputs, NULL, 0, out_outputs,
+                            n_outputs, NULL);
+}
+
+rf_status_t rf_ref_run_given(rf_allocator_t allocator, const rf_graph_t *graph,
+                             rf_precision_t precision, const rf_tensor_t *inputs, int n_inputs,
+                             const rf_ref_given_t *given, int n_given, rf_tensor_t *out_outputs,
+                             int n_outputs, int *out_ran) {
     if (out_outputs && n_outputs > 0)
         memset(out_outputs, 0, (size_t)n_outputs * sizeof *out_outputs);
     if (!graph)
         return RF_ERR(RF_CODE_INVALID_ARGUMENT, "rf_ref_run: graph is NULL");
+    if (out_ran)
+        memset(out_ran, 0, (size_t)rf_graph_node_count(graph) * sizeof *out_ran);
     if (precision != RF_PRECISION_FP64 && precision != RF_PRECISION_MIXED)
         return RF_ERR(RF_CODE_INVALID_ARGUMENT, "rf_ref_run: unknown precision %d", (int)precision);
     if (n_inputs != rf_graph_input_count(graph) || (n_inputs > 0 && !inputs))
@@ -440,32 +567,35 @@ rf_status_t rf_ref_run(rf_allocator_t allocator, const rf_graph_t *graph, rf_pre
                       rf_graph_output_count(graph), n_outputs);
 
     int n_values = rf_graph_value_count(graph), n_nodes = rf_graph_node_count(graph);
+    size_t nv = (size_t)(n_values ? n_values : 1), nn = (size_t)(n_nodes ? n_nodes : 1);
     rf_ref_ctx_t ctx = {allocator, graph, precision, NULL};
-    int *last_use = NULL;
+    int *last_use = NULL, *run = NULL;
+    unsigned char *masks = NULL; /* is_given [nv], then needed [nv] */
     void *p;
-    rf_status_t st = rf_alloc_zeroed(allocator, (size_t)(n_values ? n_values : 1),
-                                     sizeof(rf_ref_buf_t), "reference value table", &p);
+    rf_status_t st =
+        rf_alloc_zeroed(allocator, nv, sizeof(rf_ref_buf_t), "reference value table", &p);
     if (st)
         return st;
     ctx.bufs = p;
-    st = rf_alloc(allocator, (size_t)(n_values ? n_values : 1) * sizeof(int),
-                  "reference liveness table", &p);
-    if (!st) {
+    if (!(st = rf_alloc(allocator, nv * sizeof(int), "reference liveness table", &p)))
         last_use = p;
-        for (int v = 0; v < n_values; v++)
-            last_use[v] = -1;
-        for (int k = 0; k < n_nodes; k++) {
-            const rf_node_t *node = rf_graph_node(graph, k);
-            for (int i = 0; i < node->n_inputs; i++)
-                if (node->inputs[i] >= 0 && node->inputs[i] < n_values)
-                    last_use[node->inputs[i]] = k;
-        }
-        for (int i = 0; i < n_outputs; i++) {
-            int v = rf_graph_output(graph, i);
-            if (v >= 0 && v < n_values)
-                last_use[v] = n_nodes; /* never freed before the outputs are copied */
-        }
-        st = rf_ref_execute(&ctx, last_use, inputs, n_inputs);
+    if (!st && !(st = rf_alloc(allocator, nn * sizeof(int), "reference node plan", &p)))
+        run = p;
+    if (!st && !(st = rf_alloc_zeroed(allocator, 2, nv, "reference given values", &p)))
+        masks = p;
+    if (!st)
+        st = rf_ref_check_given(graph, given, n_given, masks);
+    if (!st) {
+        for (int k = 0; k < n_nodes; k++)
+            run[k] = 1; /* without given values every node runs, as it always did */
+        if (n_given > 0)
+            st = rf_ref_plan_given(graph, masks, masks + nv, run);
+    }
+    for (int i = 0; !st && i < n_given; i++)
+        st = rf_ref_load_given(&ctx, &given[i]);
+    if (!st) {
+        rf_ref_liveness(graph, run, last_use);
+        st = rf_ref_execute(&ctx, last_use, run, inputs, n_inputs);
     }
     for (int i = 0; !st && i < n_outputs; i++)
         st = rf_ref_copy_output(&ctx, i, &out_outputs[i]);
@@ -474,10 +604,14 @@ rf_status_t rf_ref_run(rf_allocator_t allocator, const rf_graph_t *graph, rf_pre
             rf_free(allocator, out_outputs[i].data);
             memset(&out_outputs[i], 0, sizeof out_outputs[i]);
         }
+    } else if (out_ran) {
+        memcpy(out_ran, run, (size_t)n_nodes * sizeof *out_ran);
     }
     for (int v = 0; v < n_values; v++)
         rf_free(allocator, ctx.bufs[v].data);
     rf_free(allocator, ctx.bufs);
     rf_free(allocator, last_use);
+    rf_free(allocator, run);
+    rf_free(allocator, masks);
     return st;
 }

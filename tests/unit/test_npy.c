@@ -258,6 +258,34 @@ static void test_garbage(void) {
     CHECK(ok + failed == 2000); /* every error had a message */
 }
 
+/* rf_npy_read_buffer: the same file read from memory, then cut short, then empty. */
+static void test_buffer(void) {
+    rf_allocator_t a = rf_allocator_system();
+    rf_shape_t shape = {2, {3, 4}};
+    rf_tensor_t t, back;
+    CHECK_OK(rf_tensor_alloc(a, RF_DTYPE_F64, &shape, &t));
+    for (int i = 0; i < 12; i++)
+        ((double *)t.data)[i] = i * 0.5 - 2.0;
+    const char *path = tmp_path("buf.npy");
+    CHECK_OK(rf_npy_write(path, &t));
+    unsigned char buf[512];
+    FILE *f = fopen(path, "rb");
+    size_t n = f ? fread(buf, 1, sizeof buf, f) : 0;
+    if (f)
+        fclose(f);
+    remove(path);
+    CHECK(n == 128 + t.nbytes);
+    CHECK_OK(rf_npy_read_buffer(a, buf, n, "member x.npy", &back));
+    CHECK(back.dtype == RF_DTYPE_F64 && rf_shape_equal(&back.shape, &shape));
+    CHECK(back.nbytes == t.nbytes && memcmp(back.data, t.data, t.nbytes) == 0);
+    rf_tensor_free(a, &back);
+    CHECK_ERR(rf_npy_read_buffer(a, buf, n - 8, "member x.npy", &back), RF_CODE_PARSE_ERROR,
+              "member x.npy: data is 88 bytes");
+    CHECK_ERR(rf_npy_read_buffer(a, buf, 0, "member x.npy", &back), RF_CODE_PARSE_ERROR, "empty");
+    CHECK(back.data == NULL);
+    rf_tensor_free(a, &t);
+}
+
 int main(void) {
     const char *tmp = getenv("TMPDIR");
     snprintf(g_dir, sizeof g_dir, "%s/rf_npy_XXXXXX", tmp && tmp[0] ? tmp : "/tmp");
@@ -272,6 +300,7 @@ int main(void) {
     test_versions();
     test_errors();
     test_garbage();
+    test_buffer();
     const char *names[] = {"rt.npy",    "hdr.npy", "v.npy",   "bad.npy",
                            "magic.npy", "g.npy",   "bf16.npy"};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
