@@ -22,25 +22,13 @@
 #include "rowfuse/alloc.h"
 #include "rowfuse/graph.h"
 #include "rowfuse/ref.h"
+#include "rowfuse/rng.h"
 #include "rowfuse/status.h"
 #include "rowfuse/tensor.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
-
-/* ---- the generator ---- */
-typedef struct rf_rng {
-    uint64_t state;
-} rf_rng_t;
-
-void rf_rng_seed(rf_rng_t *rng, uint64_t seed);
-uint64_t rf_rng_next(rf_rng_t *rng); /* splitmix64 */
-/* Uniform in [-a, a] with |v| >= a/1000 (never zero after rounding to fp16). */
-double rf_rng_uniform(rf_rng_t *rng, double a);
-/* n values uniform in [-a, a] (rf_rng_uniform), as fp16 bit patterns or as f32. */
-void rf_rng_fill_f16(rf_rng_t *rng, double a, uint16_t *out, size_t n);
-void rf_rng_fill_f32(rf_rng_t *rng, double a, float *out, size_t n);
 
 /* ---- one test case ---- */
 typedef struct rf_mlp_case {

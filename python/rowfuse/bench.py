@@ -61,21 +61,16 @@ def quantile(sorted_values, q: float) -> float:
 
 
 def summarize(values) -> dict:
-    """{count, median, p10, p90, mean, min, max} of a non-empty sequence of numbers."""
-    vals = sorted(float(v) for v in values)
+    """{count, median, p10, p90, mean, min, max, median_ci_lo, median_ci_hi} of a non-empty
+    sequence of finite numbers: src/base/stats.c's summary, through ctypes."""
+    from rowfuse import clib
+
+    vals = [float(v) for v in values]
     if not vals:
         raise ValueError("summarize: no observations")
     if any(not math.isfinite(v) for v in vals):
         raise ValueError("summarize: non-finite observation")
-    return {
-        "count": len(vals),
-        "median": quantile(vals, 0.5),
-        "p10": quantile(vals, 0.1),
-        "p90": quantile(vals, 0.9),
-        "mean": math.fsum(vals) / len(vals),
-        "min": vals[0],
-        "max": vals[-1],
-    }
+    return clib.summarize(vals)
 
 
 def parse_shapes(text: str) -> list[tuple[int, int, int]]:

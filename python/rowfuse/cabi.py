@@ -93,6 +93,20 @@ class MlpWeights(ctypes.Structure):  # rf_mlp_weights_t, rowfuse/compile.h
     ]
 
 
+class BenchSummary(ctypes.Structure):  # rf_bench_summary_t, src/base/stats.h
+    _fields_ = [
+        ("count", ctypes.c_size_t),
+        ("median", c_dbl),
+        ("p10", c_dbl),
+        ("p90", c_dbl),
+        ("mean", c_dbl),
+        ("min", c_dbl),
+        ("max", c_dbl),
+        ("median_lo", c_dbl),
+        ("median_hi", c_dbl),
+    ]
+
+
 RF_MAX_RANK = 8  # rowfuse/graph.h (the layout test checks the struct it sizes)
 RF_DTYPE_F32 = 1  # rf_dtype_t values (checked by the layout test too)
 RF_DTYPE_F64 = 4
@@ -119,6 +133,7 @@ STRUCTS = {
     "rf_mlp_weights_t": MlpWeights,
     "rf_shape_t": Shape,
     "rf_tensor_t": Tensor,
+    "rf_bench_summary_t": BenchSummary,
 }
 # C constant name -> Python value, for the layout test
 CONSTANTS = {

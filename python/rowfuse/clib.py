@@ -93,6 +93,10 @@ def lib():
             + [V, V, V, V, V, P(cabi.Tensor)],
         ),
         "rf_tensor_free": (None, [cabi.Allocator, P(cabi.Tensor)]),
+        "rf_bench_summarize": (
+            st,
+            [cabi.Allocator, V, ctypes.c_size_t, P(cabi.BenchSummary)],
+        ),
     }
     _LIB = bind(library_path(), sigs, "rowfuse library")
     return _LIB
@@ -201,6 +205,22 @@ def reference(x, w1, b1, w2, b2, mixed: bool = False) -> np.ndarray:
         return _copy(out.data, m * c, dtype).reshape(m, c)
     finally:
         lib().rf_tensor_free(a, ctypes.byref(out))
+
+
+def summarize(values) -> dict:
+    """rf_bench_summarize: count, median, p10, p90, mean, min, max and the bootstrap 95%
+    interval of the median (median_ci_lo, median_ci_hi), as the C bench writes them."""
+    arr = np.ascontiguousarray(values, dtype=np.float64)
+    out = cabi.BenchSummary()
+    check(
+        lib().rf_bench_summarize(
+            lib().rf_allocator_system(), arr.ctypes.data, arr.size, ctypes.byref(out)
+        ),
+        "summarize",
+    )
+    d = {k: getattr(out, k) for k, _ in cabi.BenchSummary._fields_}
+    d["median_ci_lo"], d["median_ci_hi"] = d.pop("median_lo"), d.pop("median_hi")
+    return d
 
 
 def weights_hash(w1, b1, w2, b2) -> str:

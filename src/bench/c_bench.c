@@ -150,6 +150,8 @@ static void rf_bench_json_summary(rf_json_writer_t *w, const char *key,
     rf_json_key_double(w, "mean", s->mean);
     rf_json_key_double(w, "min", s->min);
     rf_json_key_double(w, "max", s->max);
+    rf_json_key_double(w, "median_ci_lo", s->median_lo);
+    rf_json_key_double(w, "median_ci_hi", s->median_hi);
     rf_json_object_end(w);
 }
 

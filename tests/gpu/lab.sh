@@ -29,6 +29,8 @@ fi
 rm -rf "$SITE" && mkdir -p "$SITE"
 "$PY" -m zipfile -e "$whl" "$SITE" || exit 2
 export PYTHONPATH="$PWD/python:$PWD/$SITE${PYTHONPATH:+:$PYTHONPATH}"
+export ROWFUSE_LIB="$PWD/build/lab-gpu/lib/librowfuse.so"
+export LD_LIBRARY_PATH="$PWD/build/lab-gpu/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 "$PY" -c 'import iree.runtime as rt; print("iree runtime drivers:", rt.query_available_drivers())' ||
     exit 2
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv,noheader || true

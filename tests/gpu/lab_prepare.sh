@@ -27,6 +27,13 @@ rm -rf build/lab-gpu
 rev=$(git rev-parse HEAD 2>/dev/null || echo unknown)
 git diff --quiet HEAD 2>/dev/null || rev="$rev-dirty"
 echo "$rev" >build/lab-gpu/REVISION
+# rowfuse's statistics (librowfuse.so) and the libraries it needs that the GPU image lacks
+mkdir -p build/lab-gpu/lib
+[ -f build/librowfuse.so ] || { echo "lab_prepare: no build/librowfuse.so: make build first" >&2; exit 1; }
+cp -L build/librowfuse.so build/lab-gpu/lib/
+for lib in $(ldd build/librowfuse.so | awk '/=> \// {print $3}' | grep -E 'cjson|protobuf-c' | sort -u); do
+    cp -L "$lib" build/lab-gpu/lib/
+done
 
 echo "== iree-base-runtime $RUNTIME_VERSION wheel for Python 3.12 (.whl)"
 mkdir -p .whl

@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import json
-import random
 
 import pytest
 from rowfuse import bench
@@ -46,14 +45,11 @@ def _variant(label, median, ok=True):
     return {"label": label, "check": check, "host_us": _stats(median), "kernels": 2}
 
 
-def test_summary_statistics_match_the_benchmarks():
-    rng = random.Random(random.SystemRandom().randrange(2**31))
-    for n in (1, 2, 7, 1000):
-        values = [rng.lognormvariate(3.0, 0.5) for _ in range(n)]
-        ours, theirs = gpu.summarize(values), bench.summarize(values)
-        assert ours.keys() == theirs.keys()
-        for k in ours:
-            assert ours[k] == pytest.approx(theirs[k], rel=1e-12), (n, k)
+def test_summary_is_the_benchmarks_one():
+    """The lab summarizes with rowfuse's one statistics module (no second quantile)."""
+    values = [5.0, 1.0, 3.0, 2.0, 4.0]
+    ours, theirs = gpu.summarize(values), bench.summarize(values)
+    assert ours == theirs and ours["median"] == 3.0
     with pytest.raises(ValueError):
         gpu.summarize([1.0, float("nan")])
 

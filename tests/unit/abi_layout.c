@@ -4,6 +4,7 @@
 #include <stddef.h>
 #include <stdio.h>
 
+#include "base/stats.h"
 #include "rowfuse/alloc.h"
 #include "rowfuse/compile.h"
 #include "rowfuse/kernel_abi.h"
@@ -57,6 +58,12 @@ int main(void) {
     END();
     BEGIN(rf_tensor_t);
     F(rf_tensor_t, dtype), F(rf_tensor_t, shape), F(rf_tensor_t, data), F(rf_tensor_t, nbytes);
+    END();
+    BEGIN(rf_bench_summary_t);
+    F(rf_bench_summary_t, count), F(rf_bench_summary_t, median), F(rf_bench_summary_t, p10);
+    F(rf_bench_summary_t, p90), F(rf_bench_summary_t, mean), F(rf_bench_summary_t, min);
+    F(rf_bench_summary_t, max), F(rf_bench_summary_t, median_lo);
+    F(rf_bench_summary_t, median_hi);
     END();
     printf(",\n\"constants\": {\"RF_MAX_RANK\": %d, \"RF_DTYPE_F32\": %d, \"RF_DTYPE_F64\": %d, "
            "\"RF_PRECISION_FP64\": %d, \"RF_PRECISION_MIXED\": %d}",

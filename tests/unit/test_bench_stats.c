@@ -51,6 +51,32 @@ static void test_summary_errors(void) {
               "observation 1 is not finite");
 }
 
+static void test_median_interval(void) {
+    /* A constant sample: the interval is the point. 0..1000: the median is 500 and the
+     * median's rank has standard deviation sqrt(n)/2 ~ 15.8, so the 95% interval is about
+     * 500 -+ 31 (a normal approximation of the binomial): check [460, 480] and [520, 540]. */
+    static double v[1001];
+    rf_bench_summary_t s, t;
+    for (int i = 0; i < 1001; i++)
+        v[i] = 7.0;
+    CHECK_OK(rf_bench_summarize(rf_allocator_system(), v, 1001, &s));
+    CHECK(s.median_lo == 7.0 && s.median_hi == 7.0);
+    for (int i = 0; i < 1001; i++)
+        v[i] = (double)((i * 389) % 1001); /* 0..1000, shuffled */
+    CHECK_OK(rf_bench_summarize(rf_allocator_system(), v, 1001, &s));
+    CHECK(s.median == 500.0);
+    CHECK(s.median_lo >= 460 && s.median_lo <= 480 && s.median_hi >= 520 && s.median_hi <= 540);
+    /* ties: overlapping intervals tie, disjoint ones do not */
+    for (int i = 0; i < 1001; i++)
+        v[i] += 20.0;
+    CHECK_OK(rf_bench_summarize(rf_allocator_system(), v, 1001, &t));
+    CHECK(rf_bench_summary_tie(&s, &t));
+    for (int i = 0; i < 1001; i++)
+        v[i] += 200.0;
+    CHECK_OK(rf_bench_summarize(rf_allocator_system(), v, 1001, &t));
+    CHECK(!rf_bench_summary_tie(&s, &t));
+}
+
 static void test_compare(void) {
     /* ref (3, 4): norm 5; difference (0.5, 0): rel. L2 0.1, max abs 0.5. */
     float out[2] = {3.5f, 4.0f}, ref[2] = {3.0f, 4.0f};
@@ -143,6 +169,7 @@ static void test_cases(void) {
 int main(void) {
     test_quantiles();
     test_summary_errors();
+    test_median_interval();
     test_compare();
     test_reference_by_hand();
     test_cases();

@@ -34,8 +34,6 @@ import sys
 import tempfile
 import time
 
-import numpy as np
-
 from ..bench import git_revision, init_profiler_for_graphs
 from . import carry, iree_run, models, numerics
 
@@ -47,22 +45,11 @@ def progress(msg: str) -> None:
 
 
 def summarize(values) -> dict:
-    """{count, median, p10, p90, mean, min, max}; quantiles interpolate linearly between
-    closest ranks (numpy's default), rowfuse.bench.summarize's definition, computed here
-    without the C library the GPU machine may lack (tests/python/test_lab_report.py)."""
-    v = np.sort(np.asarray(values, dtype=np.float64))
-    if v.size == 0 or not np.all(np.isfinite(v)):
-        raise ValueError("summarize: no observations, or a non-finite one")
-    p10, med, p90 = np.quantile(v, [0.1, 0.5, 0.9])
-    return {
-        "count": int(v.size),
-        "median": float(med),
-        "p10": float(p10),
-        "p90": float(p90),
-        "mean": float(np.mean(v)),
-        "min": float(v[0]),
-        "max": float(v[-1]),
-    }
+    """rowfuse's one summary (src/base/stats.c through librowfuse.so, carried with the lab):
+    count, median, p10, p90, mean, min, max and the median's bootstrap interval."""
+    from rowfuse import bench
+
+    return bench.summarize(values)
 
 
 class Variant:
