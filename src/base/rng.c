@@ -33,4 +33,3 @@ void rf_rng_fill_f32(rf_rng_t *r, double a, float *out, size_t n) {
     for (size_t i = 0; i < n; i++)
         out[i] = (float)rf_rng_uniform(r, a);
 }
-

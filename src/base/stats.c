@@ -75,8 +75,8 @@ rf_status_t rf_bench_summarize(rf_allocator_t allocator, const double *values, s
     size_t *counts = NULL;
     RF_RETURN_IF_ERROR(rf_alloc(allocator, bytes, "sorted observations", (void **)&sorted),
                        "while summarizing %zu observations", count);
-    rf_status_t st = rf_alloc(allocator, count * sizeof(size_t), "bootstrap counts",
-                              (void **)&counts);
+    rf_status_t st =
+        rf_alloc(allocator, count * sizeof(size_t), "bootstrap counts", (void **)&counts);
     if (st) {
         rf_free(allocator, sorted);
         return rf_status_annotate(st, "while summarizing %zu observations", count);
