@@ -23,6 +23,7 @@ import glob
 import gzip
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -76,15 +77,25 @@ def dsl_runtime_lib() -> str:
     return libs[0]
 
 
-def compile_kernel(plan, arch: str, kdir: str, dump_root: str) -> dict:
+def make_kernel(k: dict, smem_row_pad: int):
+    """The generator object of one spec entry: its mode names the generator (the Hopper
+    family for fused_wgmma, the mma.sync family for the others); each checks its entry."""
+    import rowfuse_hopper as rh  # noqa: PLC0415
+    import rowfuse_kernels as rk  # noqa: PLC0415
+
+    if k.get("mode") == "fused_wgmma":
+        return rh.WgmmaMlpKernel(rh.HopperPlan.from_spec(k))
+    return rk.MlpKernel(rk.Plan.from_spec(k, smem_row_pad))
+
+
+def compile_kernel(kern, arch: str, kdir: str, dump_root: str) -> dict:
     """Compile one kernel, export it, and collect its PTX / MLIR / cubin / SASS."""
     import cuda.bindings.driver as cuda  # noqa: PLC0415
     import cutlass  # noqa: PLC0415
     import cutlass.cute as cute  # noqa: PLC0415
-    import rowfuse_kernels as rk  # noqa: PLC0415
     from cutlass.cute.runtime import make_fake_compact_tensor  # noqa: PLC0415
 
-    kern = rk.MlpKernel(plan)
+    plan = kern.p
     f16, f32 = cutlass.Float16, cutlass.Float32
     c, h = plan.channels, plan.hidden
 
@@ -117,12 +128,17 @@ def compile_kernel(plan, arch: str, kdir: str, dump_root: str) -> dict:
         "registers": cubin_registers(os.path.join(kdir, f"{plan.name}.cubin")),
         "ptx_mma": ptx.count("mma.sync.aligned"),
         "ptx_ldmatrix": ptx.count("ldmatrix.sync"),
-        "ptx_cp_async": ptx.count("cp.async."),
+        "ptx_cp_async": ptx.count("cp.async.") - ptx.count("cp.async.bulk"),
+        "ptx_wgmma": ptx.count("wgmma.mma_async"),
+        "ptx_tma": ptx.count("cp.async.bulk.tensor"),
         "compile_seconds": round(time.time() - t0, 2),
         "files": files,
     }
     if "sass" in files:
-        info["sass_hmma"] = open(os.path.join(kdir, f"{plan.name}.sass")).read().count("HMMA")
+        sass = open(os.path.join(kdir, f"{plan.name}.sass")).read()
+        info["sass_hmma"] = len(re.findall(r"\bHMMA\b", sass))
+        info["sass_hgmma"] = len(re.findall(r"\bHGMMA\b", sass))
+        info["sass_local"] = len(re.findall(r"\b(?:LDL|STL)\b", sass))
     return info
 
 
@@ -270,6 +286,7 @@ def main(argv: list[str] | None = None) -> int:
     dump_root = tempfile.mkdtemp(prefix="rf_dsl_dump_")
     os.environ["CUTE_DSL_KEEP"] = "ir,ptx,cubin"
     os.environ["CUTE_DSL_DUMP_DIR"] = dump_root
+    import rowfuse_hopper as rh  # noqa: PLC0415
     import rowfuse_kernels as rk  # noqa: PLC0415
 
     pkg = os.path.abspath(a.out)
@@ -279,12 +296,13 @@ def main(argv: list[str] | None = None) -> int:
     facts = {"generator": f"CuTe DSL {dsl_version()} export_to_c, {arch}", "kernels": []}
     try:
         for k in spec["kernels"]:
-            plan = rk.Plan.from_spec(k, spec["smem_row_pad"])
-            info = compile_kernel(plan, arch, kdir, dump_root)
+            kern = make_kernel(k, spec["smem_row_pad"])
+            info = compile_kernel(kern, arch, kdir, dump_root)
             facts["kernels"].append(info)
             if not a.quiet:
-                print(f"build: {plan.name}: {info['registers']} registers, {info['ptx_mma']} mma")
-    except rk.SpecError as e:
+                mma = info["ptx_wgmma"] or info["ptx_mma"]
+                print(f"build: {kern.p.name}: {info['registers']} registers, {mma} mma")
+    except (rk.SpecError, rh.SpecError) as e:
         raise SystemExit(f"build: {a.spec}: {e}") from None
     finally:
         shutil.rmtree(dump_root, ignore_errors=True)

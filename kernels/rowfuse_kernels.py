@@ -116,8 +116,8 @@ class Plan:
         except KeyError as e:
             raise SpecError(f"kernel {k.get('name', '?')}: field {e} missing") from None
         step = 16 * plan.warps_n
-        if plan.mode not in MODES:
-            raise SpecError(f"{plan.name}: unknown mode '{plan.mode}'")
+        if plan.mode not in MODES or plan.mode == "fused_wgmma":
+            raise SpecError(f"{plan.name}: unknown mode '{plan.mode}' for the mma.sync kernels")
         if plan.tile_rows != 16 * plan.warps_m or plan.cp % step or plan.hp % plan.hc:
             raise SpecError(f"{plan.name}: tile rows, warps and padded extents disagree")
         if plan.hc % step or plan.cp < plan.channels or plan.hp < plan.hidden:

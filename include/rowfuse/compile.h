@@ -55,7 +55,8 @@ void rf_mlp_weights_free(rf_allocator_t allocator, rf_mlp_weights_t *weights);
 
 /* Kernel-geometry choices the user may force; -1 (or 0 for tile_rows) means "decide". */
 typedef enum rf_grid_rule {
-    RF_GRID_AUTO = 0, /* balanced for persistent-smem (H200 run 4), smem for the others */
+    RF_GRID_AUTO = 0, /* balanced and counting registers for persistent-smem (H200 run 4)
+                       * and persistent-wgmma, smem for the others */
     RF_GRID_SMEM,     /* blocks per SM from shared memory and threads */
     RF_GRID_REGS,     /* ... and the kernel's registers (reported by the generator) */
     RF_GRID_BALANCED  /* regs, then as few blocks as give each the same tile count */
@@ -80,6 +81,9 @@ typedef struct rf_compile_options {
 
 void rf_compile_options_default(rf_compile_options_t *options);
 
+/* 1 when the grid rule auto counts registers and balances tiles for schedule s. */
+int rf_schedule_grid_balanced(rf_schedule_t schedule);
+
 /* The scheduler: the schedule "auto" stands for at this shape on this target, and why
  * (written into out_reason, at most reason_size bytes). */
 rf_schedule_t rf_schedule_choose(int64_t rows, int64_t channels, int64_t hidden,
@@ -90,6 +94,13 @@ rf_schedule_t rf_schedule_choose(int64_t rows, int64_t channels, int64_t hidden,
 rf_status_t rf_kernel_geometry(rf_kernel_mode_t mode, int channels, int hidden, int tile_rows,
                                int x_prefetch, int split_w2, int y_vec2, int ring,
                                const rf_target_t *target, rf_kernel_spec_t *out_spec);
+/* The geometry of the Hopper kernel (mode fused_wgmma, src/compile/tiling_hopper.c) at
+ * `rows` rows: tile_rows 0 = auto (64 or 128), else 64 or 128. UNSUPPORTED with the
+ * reason when TMA's stride rule, the registers or the shared memory rule the shape out. */
+rf_status_t rf_kernel_geometry_hopper(int channels, int hidden, int64_t rows, int tile_rows,
+                                      const rf_target_t *target, rf_kernel_spec_t *out_spec);
+/* Dynamic shared memory of a fused_wgmma kernel, counted as the kernel allocates it. */
+int rf_hopper_smem_bytes(const rf_kernel_spec_t *spec);
 /* Resident blocks per SM of a kernel: shared memory and threads, and registers when
  * count_registers (and the spec knows them). */
 int rf_kernel_blocks_per_sm(const rf_kernel_spec_t *spec, const rf_target_t *target,

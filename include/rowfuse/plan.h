@@ -36,7 +36,7 @@ extern "C" {
 #endif
 
 /* Bumped whenever a field's meaning changes; packages of another version are refused. */
-#define RF_PLAN_VERSION 2
+#define RF_PLAN_VERSION 3
 
 /* fp16 elements added to every shared-memory row of a kernel's tiles (16 bytes: ldmatrix
  * rows land in different banks). Part of the layout the planner counts and the generator
@@ -49,6 +49,7 @@ extern "C" {
     X(PERSISTENT_SMEM, "persistent-smem", "one launch, H in shared memory")                        \
     X(PERSISTENT_GMEM, "persistent-gmem", "one launch, H through global memory")                   \
     X(CONVENTIONAL, "conventional", "two launches: proj1, proj2")                                  \
+    X(PERSISTENT_WGMMA, "persistent-wgmma", "one launch, wgmma + TMA, hidden chunks streamed")     \
     X(CUBLASLT, "cublaslt", "the vendor baseline: cuBLASLt GEMMs with epilogues")
 
 #define RF_SCHEDULE_ENUM_(e, name, what) RF_SCHEDULE_##e,
@@ -67,7 +68,8 @@ int rf_schedule_needs_h(rf_schedule_t schedule);
     X(FUSED_SMEM, "fused_smem", "both projections, H in shared memory")                            \
     X(FUSED_GMEM, "fused_gmem", "both projections, H through global memory")                       \
     X(PROJ1, "proj1", "H = fp16(ReLU(X W1 + b1))")                                                 \
-    X(PROJ2, "proj2", "Y = ReLU(H W2 + b2 + X)")
+    X(PROJ2, "proj2", "Y = ReLU(H W2 + b2 + X)")                                                   \
+    X(FUSED_WGMMA, "fused_wgmma", "both projections, wgmma + TMA rings, H chunk on chip")
 
 #define RF_KERNEL_MODE_ENUM_(e, name, what) RF_KERNEL_##e,
 typedef enum rf_kernel_mode {
@@ -103,12 +105,16 @@ typedef struct rf_kernel_spec {
     char name[RF_KERNEL_NAME_MAX]; /* entry prefix, also the file stem under kernels/ */
     rf_kernel_mode_t mode;
     int channels, hidden;
-    int tile_rows;        /* rows per tile (16, 32, 64) */
-    int warps_m, warps_n; /* warp grid of the MMA tile: threads = 32 warps_m warps_n */
-    int padded_channels;  /* channels padded to 16 warps_n */
-    int padded_hidden;    /* hidden padded to 16 warps_n */
+    int tile_rows;        /* rows per tile (16, 32, 64; fused_wgmma: 64, 128) */
+    int warps_m, warps_n; /* warp grid of the MMA tile: threads = 32 warps_m warps_n
+                           * (fused_wgmma: warps_m / 4 warpgroups along the rows, each
+                           * 64 rows, times warps_n warpgroups along the channels) */
+    int padded_channels;  /* channels padded to 16 warps_n (fused_wgmma: to 16) */
+    int padded_hidden;    /* hidden padded to 16 warps_n (fused_wgmma: whole chunks) */
     int hidden_chunk;     /* hidden columns per chunk (divides padded_hidden) */
-    int weight_buffers;   /* 1: staged once or single-buffered; 2: double-buffered */
+    int weight_buffers;   /* 1: staged once or single-buffered; 2: double-buffered
+                           * (fused_wgmma: the stages of the chunk ring, 1 = resident) */
+    int x_stages;         /* fused_wgmma: X tiles in the TMA ring (0 for other modes) */
     int smem_bytes;       /* dynamic shared memory of one block */
     int x_prefetch;       /* double-buffer X across a block's tiles */
     int split_w2;         /* W2/b2 in their own cp.async group */

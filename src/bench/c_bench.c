@@ -15,7 +15,7 @@
 
 int rf_bench_empty_launch(void *stream); /* empty.cu */
 
-#define RF_BENCH_MAX_VARIANTS 5
+#define RF_BENCH_MAX_VARIANTS 6
 
 typedef struct rf_bench_cvar {
     const char *name, *label;
@@ -286,6 +286,7 @@ static const struct {
     {RF_SCHEDULE_CONVENTIONAL, "conventional CuTe + graph"},
     {RF_SCHEDULE_PERSISTENT_SMEM, "persistent-smem + graph"},
     {RF_SCHEDULE_PERSISTENT_GMEM, "persistent-gmem + graph"},
+    {RF_SCHEDULE_PERSISTENT_WGMMA, "persistent-wgmma + graph"},
     {RF_SCHEDULE_CUBLASLT, "cuBLASLt (C) + graph"},
 };
 

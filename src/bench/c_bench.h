@@ -3,8 +3,8 @@
  * Loads a package made by `rowfuse compile`, makes fresh random inputs and weights for
  * (rows, channels, hidden) from the seed, and measures, in one process, the empty-kernel
  * floor, each schedule the package holds (conventional, persistent-smem,
- * persistent-gmem) and the runtime's cuBLASLt baseline. Each is captured in a CUDA Graph
- * and checked first (poisoned Y, one replay, rel. L2 vs the CPU fp64 reference), then
+ * persistent-gmem, persistent-wgmma) and the runtime's cuBLASLt baseline. Each is captured in a
+ * CUDA Graph and checked first (poisoned Y, one replay, rel. L2 vs the CPU fp64 reference), then
  * timed by harness.c. The result is written as JSON, schema rowfuse-bench/1 with tool
  * "c", the same schema as `python -m rowfuse.bench`, so `rowfuse.report` merges both.
  *

@@ -149,10 +149,14 @@ static void print_plan(const rf_plan_t *p, const char *out_dir) {
     printf("  schedule %s: %s\n", rf_schedule_name(p->schedule), p->reason);
     for (int i = 0; i < p->kernel_count; i++) {
         const rf_kernel_spec_t *k = &p->kernels[i];
-        printf("  kernel %s: %d threads, %d B smem, hidden chunk %d x%d, %d registers, %d "
+        char rings[48] = "";
+        if (k->x_stages > 0)
+            snprintf(rings, sizeof rings, " (TMA rings: %d X, %d chunk)", k->x_stages,
+                     k->weight_buffers);
+        printf("  kernel %s: %d threads, %d B smem, hidden chunk %d x%d%s, %d registers, %d "
                "blocks/SM%s, grid %d at %lld rows\n",
                k->name, rf_kernel_spec_threads(k), k->smem_bytes, k->hidden_chunk,
-               k->padded_hidden / k->hidden_chunk, k->registers, k->blocks_per_sm,
+               k->padded_hidden / k->hidden_chunk, rings, k->registers, k->blocks_per_sm,
                k->grid_balanced ? " (balanced)" : "", (int)rf_plan_grid(p, k, p->rows),
                (long long)p->rows);
     }

@@ -86,7 +86,7 @@ static void decide_grids(const rf_compile_options_t *o, rf_plan_t *p) {
         for (int i = 0; i < p->schedules[s].kernel_count; i++) {
             rf_kernel_spec_t *k = &p->kernels[p->schedules[s].kernel[i]];
             int regs = o->grid == RF_GRID_REGS || o->grid == RF_GRID_BALANCED ||
-                       (o->grid == RF_GRID_AUTO && s == RF_SCHEDULE_PERSISTENT_SMEM);
+                       (o->grid == RF_GRID_AUTO && rf_schedule_grid_balanced((rf_schedule_t)s));
             k->blocks_per_sm = rf_kernel_blocks_per_sm(k, &p->target, regs);
         }
 }

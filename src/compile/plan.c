@@ -23,6 +23,13 @@ void rf_compile_options_default(rf_compile_options_t *o) {
     o->python = "python3";
 }
 
+/* The grid rule auto gives a schedule: registers counted and equal tiles per block for the
+ * persistent schedules measured that way (persistent-smem, H200 run 4) or built for it
+ * (persistent-wgmma: one block per SM's worth of tiles, every block the same count). */
+int rf_schedule_grid_balanced(rf_schedule_t s) {
+    return s == RF_SCHEDULE_PERSISTENT_SMEM || s == RF_SCHEDULE_PERSISTENT_WGMMA;
+}
+
 /* The specs of one schedule's kernels at tile rows tm; UNSUPPORTED when one does not fit. */
 static rf_status_t schedule_specs(rf_schedule_t s, int c, int h, int tm, int xpf, int split,
                                   const rf_compile_options_t *o, const rf_target_t *t,
@@ -36,7 +43,7 @@ static rf_status_t schedule_specs(rf_schedule_t s, int c, int h, int tm, int xpf
     for (int i = 0; i < n; i++) {
         out[i].min_blocks = o->min_blocks;
         out[i].grid_balanced = o->grid == RF_GRID_BALANCED ||
-                               (o->grid == RF_GRID_AUTO && s == RF_SCHEDULE_PERSISTENT_SMEM);
+                               (o->grid == RF_GRID_AUTO && rf_schedule_grid_balanced(s));
     }
     *out_n = n;
     return RF_OK;
@@ -52,6 +59,15 @@ static rf_status_t schedule_tiling(rf_schedule_t s, int64_t rows, int c, int h,
     int64_t min_tiles = ((int64_t)t->sm_count * 9 + 9) / 10;
     int tile = 16;
     rf_status_t st = RF_OK;
+    if (s == RF_SCHEDULE_PERSISTENT_WGMMA) {
+        /* its own tiles (64 or 128 rows); --tile-rows 64 forces 64, 16 and 32 do not apply */
+        RF_RETURN_IF_ERROR_PLAIN(
+            rf_kernel_geometry_hopper(c, h, rows, o->tile_rows == 64 ? 64 : 0, t, &out[0]));
+        out[0].grid_balanced = o->grid == RF_GRID_BALANCED ||
+                               (o->grid == RF_GRID_AUTO && rf_schedule_grid_balanced(s));
+        *out_n = 1;
+        return RF_OK;
+    }
     if (o->tile_rows)
         return schedule_specs(s, c, h, o->tile_rows, xpf, xpf, o, t, out, out_n);
     for (int cand = 64; cand >= 32; cand /= 2)

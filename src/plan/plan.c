@@ -58,6 +58,9 @@ int rf_schedule_kernel_modes(rf_schedule_t s, rf_kernel_mode_t out[2]) {
         out[0] = RF_KERNEL_PROJ1;
         out[1] = RF_KERNEL_PROJ2;
         return 2;
+    case RF_SCHEDULE_PERSISTENT_WGMMA:
+        out[0] = RF_KERNEL_FUSED_WGMMA;
+        return 1;
     default:
         return 0;
     }

@@ -114,8 +114,8 @@ static void test_missing_and_malformed(void) {
               "JSON object");
     CHECK_ERR(rf_pkg_load(a, make_pkg("other", "{\"format\": \"x\"}"), &pkg), RF_CODE_PARSE_ERROR,
               "not a rowfuse package plan");
-    CHECK_ERR(rf_pkg_load(a, make_pkg("v1", plan_text("\"version\": 2", "\"version\": 1")), &pkg),
-              RF_CODE_UNSUPPORTED, "version 1 plan; this runtime reads version 2");
+    CHECK_ERR(rf_pkg_load(a, make_pkg("v1", plan_text("\"version\": 3", "\"version\": 1")), &pkg),
+              RF_CODE_UNSUPPORTED, "version 1 plan; this runtime reads version 3");
     CHECK_ERR(rf_pkg_load(a, make_pkg("nochan", plan_text("\"channels\": 48,", "")), &pkg),
               RF_CODE_PARSE_ERROR, "\"channels\" is missing");
     CHECK_ERR(

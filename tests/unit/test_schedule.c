@@ -172,6 +172,7 @@ static void test_round_trip(void) {
         CHECK(!strcmp(a->name, b->name) && a->mode == b->mode && a->tile_rows == b->tile_rows);
         CHECK(a->registers == b->registers && a->blocks_per_sm == b->blocks_per_sm);
         CHECK(a->grid_balanced == b->grid_balanced && a->smem_bytes == b->smem_bytes);
+        CHECK(a->x_stages == b->x_stages);
     }
     for (int s = 0; s < RF_SCHEDULE_COUNT; s++) {
         CHECK(q.schedules[s].available == p.schedules[s].available);

@@ -1,0 +1,577 @@
+"""CuTe DSL kernel for the rowfuse residual MLP block on Hopper (sm_90a): wgmma + TMA.
+
+    H = fp16(ReLU(X @ W1 + b1));   Y = ReLU(H @ W2 + b2 + X)
+
+Mode "fused_wgmma" (schedule persistent-wgmma). Every geometry field arrives in the
+kernel specification, decided by the C planner (src/compile/tiling_hopper.c); this module
+decides nothing. One persistent block owns whole row tiles of `tile_rows` rows (64 per
+consumer warpgroup along M) from the first projection to the last:
+
+- TMA (cp.async.bulk.tensor) loads the X tile into an `x_stages`-deep ring and the
+  hidden chunks (W1[:, chunk] and W2[chunk, :], `hc` hidden units each) into a
+  `w_stages`-deep ring, each stage completing on an mbarrier (PipelineTmaAsync).
+  Rows past the end, channels past C and hidden units past H are zero-filled by TMA.
+  When the whole hidden width is one chunk the weights are loaded once per block.
+- Per chunk, each consumer warpgroup runs wgmma: acc1 = X W1chunk (A and B from shared
+  memory), then + b1, ReLU, rounded to fp16, then Y_acc += H W2chunk. With one
+  warpgroup along N (wg_n = 1) the fp16 H chunk stays in registers as wgmma's A operand
+  (its accumulator layout is the A-operand layout); with wg_n = 2 (wide C: the output
+  channels are split between two warpgroups) each computes half of the chunk's hidden
+  units and writes them to a shared-memory H buffer (double-buffered), fenced for the
+  async proxy, then both read the whole chunk as A from shared memory.
+- The epilogue runs once per tile: Y = ReLU(Y_acc + b2 + X), X read from the tile in
+  shared memory, 8-byte stores, masked to [rows, C].
+
+The producer is one elected thread of warp 0 issuing the loads in line: `x_stages` X
+tiles and `w_stages` chunks ahead, each refilled as soon as every consumer warp has
+released it. Shared memory is allocated exactly as src/compile/tiling_hopper.c counts it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import cuda.bindings.driver as cuda
+import cutlass
+import cutlass.cute as cute
+import cutlass.pipeline as pipeline
+import cutlass.utils.hopper_helpers as sm90
+from cutlass.cute.nvgpu import cpasync, warpgroup
+from cutlass.utils import LayoutEnum
+
+WG_THREADS = 128
+WG_ROWS = 64  # rows of one wgmma (m64nNk16) per consumer warpgroup
+SMEM_ALIGN = 1024  # every TMA / wgmma buffer (the 128-byte swizzle repeats every 1 KB)
+EPI_PAIRS = 32  # residual X pairs loaded before the epilogue's stores (32 registers)
+
+
+class SpecError(ValueError):
+    """A kernel specification that is incomplete or inconsistent."""
+
+
+def _check(cond: bool, name: str, what: str) -> None:
+    if not cond:
+        raise SpecError(f"{name}: {what}")
+
+
+@dataclass(frozen=True)
+class HopperPlan:
+    """Compile-time geometry of one fused_wgmma kernel, exactly as the C planner wrote it."""
+
+    name: str
+    mode: str
+    channels: int
+    hidden: int
+    tile_rows: int  # 64 x wg_m
+    wg_m: int  # consumer warpgroups along M (each owns 64 rows of the tile)
+    wg_n: int  # consumer warpgroups along N (each owns 1 / wg_n of the channels)
+    cp: int  # channels padded (K of GEMM1, N of GEMM2)
+    hp: int  # hidden padded to whole chunks
+    hc: int  # hidden units per chunk
+    w_stages: int  # chunk buffers in the ring (= nchunks: resident, loaded once)
+    x_stages: int  # X tile buffers
+    smem_bytes: int
+
+    @property
+    def threads(self) -> int:
+        return WG_THREADS * self.wg_m * self.wg_n
+
+    @property
+    def nchunks(self) -> int:
+        return self.hp // self.hc
+
+    @property
+    def resident(self) -> bool:
+        """Every chunk has its own buffer: the weights are loaded once per block and never
+        released; otherwise they stream through the ring, every tile re-reading them."""
+        return self.w_stages == self.nchunks
+
+    @classmethod
+    def from_spec(cls, k: dict) -> HopperPlan:
+        """The plan of one kernel_spec.json entry of mode fused_wgmma; SpecError naming a
+        missing or inconsistent field (the generator checks the spec, it does not repair it)."""
+        try:
+            plan = cls(
+                name=k["name"],
+                mode=k["mode"],
+                channels=k["channels"],
+                hidden=k["hidden"],
+                tile_rows=k["tile_rows"],
+                wg_m=k["warps_m"] // 4,
+                wg_n=k["warps_n"],
+                cp=k["padded_channels"],
+                hp=k["padded_hidden"],
+                hc=k["hidden_chunk"],
+                w_stages=k["weight_buffers"],
+                x_stages=k["x_stages"],
+                smem_bytes=k["smem_bytes"],
+            )
+        except KeyError as e:
+            raise SpecError(f"kernel {k.get('name', '?')}: field {e} missing") from None
+        n, p = plan.name, plan
+        _check(p.mode == "fused_wgmma", n, f"mode '{p.mode}' is not fused_wgmma")
+        _check(k["warps_m"] % 4 == 0 and p.wg_m in (1, 2), n, "warps_m must be 4 or 8")
+        _check(p.wg_n in (1, 2) and p.wg_m * p.wg_n <= 2, n, "at most two consumer warpgroups")
+        _check(p.tile_rows == WG_ROWS * p.wg_m, n, "tile rows, warps and padded extents disagree")
+        _check(p.channels % 8 == 0 and p.hidden % 8 == 0, n, "TMA needs C and H multiples of 8")
+        cp_ok = p.cp >= p.channels and p.cp % 16 == 0 and p.cp % (8 * p.wg_n) == 0
+        _check(cp_ok, n, "padded channels")
+        _check(p.cp // p.wg_n <= 256, n, "more than 256 channels per warpgroup")
+        _check(p.hc % (16 * p.wg_n) == 0 and p.hc // p.wg_n <= 256, n, "hidden chunk")
+        _check(p.hp % p.hc == 0 and p.hp >= p.hidden, n, "hidden chunk or padding")
+        _check(p.hp - p.hidden < p.hc, n, "a chunk wholly in the padding")
+        _check(1 <= p.x_stages <= 4 and 1 <= p.w_stages <= min(p.nchunks, 16), n, "stages")
+        counted = WgmmaMlpKernel(plan).smem_count()
+        _check(
+            p.smem_bytes == counted,
+            n,
+            f"smem_bytes {p.smem_bytes} is not the {counted} bytes this layout allocates",
+        )
+        return plan
+
+
+class WgmmaMlpKernel:
+    """Generates the fused_wgmma kernel for a `HopperPlan` (see module docstring)."""
+
+    def __init__(self, plan: HopperPlan):
+        self.p = plan
+        self.bm = plan.tile_rows
+        self.nc_wg = plan.cp // plan.wg_n  # output channels per warpgroup
+        self.hc_wg = plan.hc // plan.wg_n  # hidden units per warpgroup in GEMM1
+        self.n_consumer_warps = plan.threads // 32
+        self.f16, self.f32 = cutlass.Float16, cutlass.Float32
+
+    # ------------------------------------------------------------------ layouts
+    def smem_layouts(self):
+        """Swizzled, staged shared-memory layouts of X, the W1 / W2 chunk parts and H."""
+        p, f16 = self.p, self.f16
+        # X tile (M = bm, K = cp), K-major: A of GEMM1
+        x = sm90.make_smem_layout_a(LayoutEnum.ROW_MAJOR, (self.bm, 8, p.cp), f16, p.x_stages)
+        # W1 part of one warpgroup: B of GEMM1, (N = hc / wg_n hidden, K = cp), N-major
+        w1 = sm90.make_smem_layout_b(
+            LayoutEnum.COL_MAJOR, (WG_ROWS, self.hc_wg, p.cp), f16, p.w_stages
+        )
+        # W2 part of one warpgroup: B of GEMM2, (N = cp / wg_n channels, K = hc), N-major
+        w2 = sm90.make_smem_layout_b(
+            LayoutEnum.COL_MAJOR, (WG_ROWS, self.nc_wg, p.hc), f16, p.w_stages
+        )
+        # H chunk (M = bm, K = hc), K-major, two buffers: A of GEMM2 when wg_n = 2
+        h = sm90.make_smem_layout_a(LayoutEnum.ROW_MAJOR, (self.bm, 8, p.hc), f16, 2)
+        return x, w1, w2, h
+
+    def smem_count(self) -> int:
+        """Bytes of dynamic shared memory this kernel allocates, counted the way
+        src/compile/tiling_hopper.c counts them (checked against the spec at build time)."""
+        p = self.p
+
+        def add(off: int, nbytes: int, align: int) -> int:
+            return (off + align - 1) // align * align + nbytes
+
+        off = add(0, 8 * 2 * (p.x_stages + p.w_stages), 8)  # full + empty mbarriers
+        off = add(off, 4 * p.hp, 16)  # b1
+        off = add(off, 4 * p.cp, 16)  # b2
+        off = add(off, 2 * self.bm * p.cp * p.x_stages, SMEM_ALIGN)  # X ring
+        off = add(off, 2 * p.cp * p.hc * p.w_stages, SMEM_ALIGN)  # W1 ring (wg_n parts)
+        off = add(off, 2 * p.hc * p.cp * p.w_stages, SMEM_ALIGN)  # W2 ring (wg_n parts)
+        if p.wg_n > 1:
+            off = add(off, 2 * self.bm * p.hc * 2, SMEM_ALIGN)  # H, two buffers
+        return off + SMEM_ALIGN  # the allocator's base alignment
+
+    # ------------------------------------------------------------------ host side
+    @cute.jit
+    def __call__(
+        self,
+        mX: cute.Tensor,
+        mW1: cute.Tensor,
+        mB1: cute.Tensor,
+        mW2: cute.Tensor,
+        mB2: cute.Tensor,
+        mH: cute.Tensor,
+        mY: cute.Tensor,
+        rows: cutlass.Int32,
+        grid: cutlass.Int32,
+        stream: cuda.CUstream,
+    ):
+        p, f16, f32 = self.p, self.f16, self.f32
+        mma1 = sm90.make_trivial_tiled_mma(
+            f16,
+            f16,
+            warpgroup.OperandMajorMode.K,
+            warpgroup.OperandMajorMode.MN,
+            f32,
+            (1, 1, 1),
+            tiler_mn=(WG_ROWS, self.hc_wg),
+        )
+        a2 = warpgroup.OperandSource.RMEM if p.wg_n == 1 else warpgroup.OperandSource.SMEM
+        mma2 = sm90.make_trivial_tiled_mma(
+            f16,
+            f16,
+            warpgroup.OperandMajorMode.K,
+            warpgroup.OperandMajorMode.MN,
+            f32,
+            (1, 1, 1),
+            tiler_mn=(WG_ROWS, self.nc_wg),
+            a_source=a2,
+        )
+        lx, lw1, lw2, lh = self.smem_layouts()
+        # B views of the weights: W1 [C, H] seen as (N = H, K = C), W2 [H, C] as (N = C, K = H)
+        gW1 = cute.make_tensor(
+            mW1.iterator, cute.make_layout((p.hidden, p.channels), stride=(1, p.hidden))
+        )
+        gW2 = cute.make_tensor(
+            mW2.iterator, cute.make_layout((p.channels, p.hidden), stride=(1, p.channels))
+        )
+        g2s = cpasync.CopyBulkTensorTileG2SOp()
+        tma_x, tX = cpasync.make_tiled_tma_atom(
+            g2s, mX, cute.slice_(lx, (None, None, 0)), (self.bm, p.cp)
+        )
+        tma_w1, tW1 = cpasync.make_tiled_tma_atom(
+            g2s, gW1, cute.slice_(lw1, (None, None, 0)), (self.hc_wg, p.cp)
+        )
+        tma_w2, tW2 = cpasync.make_tiled_tma_atom(
+            g2s, gW2, cute.slice_(lw2, (None, None, 0)), (self.nc_wg, p.hc)
+        )
+        self.kernel(
+            mma1,
+            mma2,
+            tma_x,
+            tX,
+            tma_w1,
+            tW1,
+            tma_w2,
+            tW2,
+            mX,
+            mB1,
+            mB2,
+            mY,
+            rows,
+            lx,
+            lw1,
+            lw2,
+            lh,
+        ).launch(
+            grid=(grid, 1, 1),
+            block=(p.threads, 1, 1),
+            smem=p.smem_bytes,
+            stream=stream,
+        )
+
+    # ------------------------------------------------------------------ device side
+    @cute.kernel
+    def kernel(
+        self,
+        mma1: cute.TiledMma,
+        mma2: cute.TiledMma,
+        tma_x: cute.CopyAtom,
+        tX: cute.Tensor,
+        tma_w1: cute.CopyAtom,
+        tW1: cute.Tensor,
+        tma_w2: cute.CopyAtom,
+        tW2: cute.Tensor,
+        mX: cute.Tensor,
+        mB1: cute.Tensor,
+        mB2: cute.Tensor,
+        mY: cute.Tensor,
+        rows: cutlass.Int32,
+        lx: cute.ComposedLayout,
+        lw1: cute.ComposedLayout,
+        lw2: cute.ComposedLayout,
+        lh: cute.ComposedLayout,
+    ):
+        p, bm, f16, f32 = self.p, self.bm, self.f16, self.f32
+        tidx, _, _ = cute.arch.thread_idx()
+        bid, _, _ = cute.arch.block_idx()
+        nblk, _, _ = cute.arch.grid_dim()
+        warp = cute.arch.make_warp_uniform(cute.arch.warp_idx())
+        wg = cute.arch.make_warp_uniform(tidx // WG_THREADS)
+        wg_mi = wg // p.wg_n
+        wg_ni = wg - wg_mi * p.wg_n
+        wtid = tidx - wg * WG_THREADS  # thread index within the warpgroup
+
+        if warp == 0:
+            cpasync.prefetch_descriptor(tma_x)
+            cpasync.prefetch_descriptor(tma_w1)
+            cpasync.prefetch_descriptor(tma_w2)
+
+        # ---------------- shared memory, in the order tiling_hopper.c counts it
+        smem = cutlass.utils.SmemAllocator()
+        mbar = smem.allocate_array(cutlass.Int64, 2 * (p.x_stages + p.w_stages), byte_alignment=8)
+        sB1 = smem.allocate_tensor(f32, cute.make_layout(p.hp), 16)
+        sB2 = smem.allocate_tensor(f32, cute.make_layout(p.cp), 16)
+        sX = smem.allocate_tensor(f16, lx.outer, SMEM_ALIGN, lx.inner)
+        # the warpgroups' W1 (W2) parts back to back; each part is whole swizzle atoms
+        n1, n2 = cute.cosize(lw1.outer), cute.cosize(lw2.outer)
+        pW1 = smem.allocate_array(f16, n1 * p.wg_n, byte_alignment=SMEM_ALIGN)
+        pW2 = smem.allocate_array(f16, n2 * p.wg_n, byte_alignment=SMEM_ALIGN)
+        sW1 = [self.part(pW1, n * n1, lw1) for n in range(p.wg_n)]
+        sW2 = [self.part(pW2, n * n2, lw2) for n in range(p.wg_n)]
+        sH = None
+        if cutlass.const_expr(p.wg_n > 1):
+            sH = smem.allocate_tensor(f16, lh.outer, SMEM_ALIGN, lh.inner)
+
+        # ---------------- the two rings (full: TMA bytes landed; empty: every consumer
+        # warp released the buffer)
+        producer = pipeline.CooperativeGroup(pipeline.Agent.Thread)
+        consumers = pipeline.CooperativeGroup(pipeline.Agent.Thread, self.n_consumer_warps)
+        x_pipe = pipeline.PipelineTmaAsync.create(
+            barrier_storage=mbar,
+            num_stages=p.x_stages,
+            producer_group=producer,
+            consumer_group=consumers,
+            tx_count=2 * bm * p.cp,
+            defer_sync=True,
+        )
+        w_pipe = pipeline.PipelineTmaAsync.create(
+            barrier_storage=mbar + 2 * p.x_stages,
+            num_stages=p.w_stages,
+            producer_group=producer,
+            consumer_group=consumers,
+            tx_count=2 * 2 * p.cp * p.hc,
+            defer_sync=True,
+        )
+
+        # ---------------- biases into shared memory (zero past H and C), once per block
+        for i in cutlass.range(tidx, p.hp, p.threads):
+            v = f32(0.0)
+            if i < p.hidden:
+                v = mB1[i]
+            sB1[i] = v
+        for i in cutlass.range(tidx, p.cp, p.threads):
+            v = f32(0.0)
+            if i < p.channels:
+                v = mB2[i]
+            sB2[i] = v
+        cute.arch.mbarrier_init_fence()
+        cute.arch.sync_threads()
+
+        # ---------------- TMA partitions (one CTA, no multicast)
+        # X: tiles of (bm, cp) along the rows
+        gX = cute.local_tile(tX, (bm, p.cp), (None, 0))  # (bm, cp, tiles)
+        tXs, tXg = cpasync.tma_partition(
+            tma_x, 0, cute.make_layout(1), cute.group_modes(sX, 0, 2), cute.group_modes(gX, 0, 2)
+        )
+        # W1 part n of chunk j: hidden units [j hc + n hc_wg, +hc_wg) = tile j wg_n + n
+        gW1 = cute.local_tile(tW1, (self.hc_wg, p.cp), (None, 0))
+        gW2 = cute.local_tile(tW2, (self.nc_wg, p.hc), (None, None))  # (nc_wg, hc, n, j)
+        tW1s, tW1g, tW2s, tW2g = [], [], [], []
+        for n in cutlass.range_constexpr(p.wg_n):
+            s1, g1 = cpasync.tma_partition(
+                tma_w1,
+                0,
+                cute.make_layout(1),
+                cute.group_modes(sW1[n], 0, 2),
+                cute.group_modes(gW1, 0, 2),
+            )
+            s2, g2 = cpasync.tma_partition(
+                tma_w2,
+                0,
+                cute.make_layout(1),
+                cute.group_modes(sW2[n], 0, 2),
+                cute.group_modes(gW2[(None, None, n, None)], 0, 2),
+            )
+            tW1s.append(s1)
+            tW1g.append(g1)
+            tW2s.append(s2)
+            tW2g.append(g2)
+
+        ntiles = (rows + bm - 1) // bm
+        n_my = 0
+        if bid < ntiles:
+            n_my = (ntiles - bid + nblk - 1) // nblk
+        n_w = n_my * p.nchunks  # chunk loads this block consumes (streamed weights)
+        if cutlass.const_expr(p.resident):
+            n_w = p.nchunks if n_my > 0 else 0  # each chunk once
+
+        xp = pipeline.make_pipeline_state(pipeline.PipelineUserType.Producer, p.x_stages)
+        wp = pipeline.make_pipeline_state(pipeline.PipelineUserType.Producer, p.w_stages)
+        xc = pipeline.make_pipeline_state(pipeline.PipelineUserType.Consumer, p.x_stages)
+        wc = pipeline.make_pipeline_state(pipeline.PipelineUserType.Consumer, p.w_stages)
+
+        # ---------------- prologue: fill both rings
+        if warp == 0:
+            for _ in cutlass.range(cutlass.min(p.x_stages, n_my), unroll=1):
+                self.load_x(x_pipe, xp, tma_x, tXs, tXg, bid + xp.count * nblk)
+                xp.advance()
+            for _ in cutlass.range(cutlass.min(p.w_stages, n_w), unroll=1):
+                self.load_w(w_pipe, wp, tma_w1, tW1s, tW1g, tma_w2, tW2s, tW2g)
+                wp.advance()
+
+        # ---------------- per-warpgroup MMA partitions
+        thr1 = mma1.get_slice(wtid)
+        thr2 = mma2.get_slice(wtid)
+        sXw = cute.local_tile(sX, (WG_ROWS, p.cp), (wg_mi, 0, None))  # (64, cp, stage)
+        tCrA1 = mma1.make_fragment_A(thr1.partition_A(sXw))
+        tCrB1 = mma1.make_fragment_B(thr1.partition_B(self.part(pW1, wg_ni * n1, lw1)))
+        tCrB2 = mma2.make_fragment_B(thr2.partition_B(self.part(pW2, wg_ni * n2, lw2)))
+        tCrA2 = None
+        if cutlass.const_expr(p.wg_n > 1):
+            sHw = cute.local_tile(sH, (WG_ROWS, p.hc), (wg_mi, 0, None))  # (64, hc, buf)
+            tCrA2 = mma2.make_fragment_A(thr2.partition_A(sHw))
+        acc1_shape = thr1.partition_shape_C((WG_ROWS, self.hc_wg))
+        accY = thr2.make_fragment_C(thr2.partition_shape_C((WG_ROWS, self.nc_wg)))
+        # coordinates of this thread's accumulator elements, in the warpgroup's tile
+        tCc1 = thr1.partition_C(cute.make_identity_tensor((WG_ROWS, self.hc_wg)))
+        tCcY = thr2.partition_C(cute.make_identity_tensor((WG_ROWS, self.nc_wg)))
+
+        # ---------------- the tiles of this block
+        for i in cutlass.range(n_my, unroll=1):
+            row0 = (bid + i * nblk) * bm + wg_mi * WG_ROWS  # first row of this warpgroup
+            accY.fill(0.0)
+            x_pipe.consumer_wait(xc)
+            if cutlass.const_expr(p.resident):
+                # chunk j sits in buffer j, loaded once: phase 0 of its full barrier
+                wc = pipeline.make_pipeline_state(pipeline.PipelineUserType.Consumer, p.w_stages)
+            for j in cutlass.range(p.nchunks, unroll=1):
+                w_pipe.consumer_wait(wc)
+                acc1 = thr1.make_fragment_C(acc1_shape)
+                warpgroup.fence()
+                self.gemm(mma1, acc1, tCrA1, tCrB1, xc.index, wc.index, False)
+                warpgroup.commit_group()
+                warpgroup.wait_group(0)
+                hfrag = self.hidden_act(acc1, tCc1, sB1, j * p.hc + wg_ni * self.hc_wg)
+                if cutlass.const_expr(p.wg_n == 1):
+                    warpgroup.fence()
+                    self.gemm_rs(mma2, accY, hfrag, tCrB2, wc.index)
+                else:
+                    hb = (i * p.nchunks + j) % 2  # alternates across tiles too
+                    cute.autovec_copy(hfrag, thr1.partition_C(self.h_part(sHw, hb, wg_ni)))
+                    # the writes reach the async proxy, then both warpgroups of these
+                    # rows have written their half of the chunk
+                    cute.arch.fence_proxy("async.shared", space="cta")
+                    cute.arch.barrier(barrier_id=1 + wg_mi, number_of_threads=WG_THREADS * p.wg_n)
+                    warpgroup.fence()
+                    self.gemm(mma2, accY, tCrA2, tCrB2, hb, wc.index, True)
+                warpgroup.commit_group()
+                warpgroup.wait_group(0)
+                if cutlass.const_expr(p.resident):
+                    wc.advance()
+                else:
+                    w_pipe.consumer_release(wc)
+                    wc.advance()
+                    if warp == 0:
+                        if wp.count < n_w:
+                            self.load_w(w_pipe, wp, tma_w1, tW1s, tW1g, tma_w2, tW2s, tW2g)
+                            wp.advance()
+            self.epilogue(mX, mY, accY, tCcY, sB2, row0, wg_ni, rows)
+            x_pipe.consumer_release(xc)
+            xc.advance()
+            if warp == 0:
+                if xp.count < n_my:
+                    self.load_x(x_pipe, xp, tma_x, tXs, tXg, bid + xp.count * nblk)
+                    xp.advance()
+
+    # ------------------------------------------------------------------ helpers
+    def part(self, base, offset, layout):
+        """The swizzled tensor of `layout` at element `offset` from `base`."""
+        ptr = cute.recast_ptr(base + offset, layout.inner, dtype=self.f16)
+        return cute.make_tensor(ptr, layout.outer)
+
+    @cute.jit
+    def load_x(self, x_pipe, xp, tma_x, tXs, tXg, tile):
+        """TMA of X tile `tile` into the X buffer the producer state points at."""
+        x_pipe.producer_acquire(xp)
+        cute.copy(
+            tma_x,
+            tXg[(None, tile)],
+            tXs[(None, xp.index)],
+            tma_bar_ptr=x_pipe.producer_get_barrier(xp),
+        )
+
+    @cute.jit
+    def load_w(self, w_pipe, wp, tma_w1, tW1s, tW1g, tma_w2, tW2s, tW2g):
+        """TMA of hidden chunk (wp.count mod nchunks): W1 and W2 parts of every warpgroup."""
+        p = self.p
+        j = wp.count % p.nchunks
+        w_pipe.producer_acquire(wp)
+        bar = w_pipe.producer_get_barrier(wp)
+        for n in cutlass.range_constexpr(p.wg_n):
+            cute.copy(
+                tma_w1, tW1g[n][(None, j * p.wg_n + n)], tW1s[n][(None, wp.index)], tma_bar_ptr=bar
+            )
+            cute.copy(tma_w2, tW2g[n][(None, j)], tW2s[n][(None, wp.index)], tma_bar_ptr=bar)
+
+    @cute.jit
+    def gemm(self, mma, acc, tA, tB, a_stage, b_stage, accumulate: cutlass.Constexpr):
+        """acc (+)= A @ B over the K blocks, both operands from shared memory."""
+        nk = cute.size(tA, mode=[2])
+        for k in cutlass.range_constexpr(nk):
+            mma.set(warpgroup.Field.ACCUMULATE, accumulate or k != 0)
+            cute.gemm(mma, acc, tA[None, None, k, a_stage], tB[None, None, k, b_stage], acc)
+
+    @cute.jit
+    def gemm_rs(self, mma, acc, rA, tB, b_stage):
+        """acc += A @ B with A (the fp16 H chunk) in registers, B from shared memory."""
+        nk = cute.size(rA, mode=[2])
+        mma.set(warpgroup.Field.ACCUMULATE, True)
+        for k in cutlass.range_constexpr(nk):
+            cute.gemm(mma, acc, rA[None, None, k], tB[None, None, k, b_stage], acc)
+
+    @cute.jit
+    def hidden_act(self, acc1, tCc1, sB1, col0):
+        """fp16(ReLU(acc1 + b1)) in the wgmma A-operand register layout (K = the chunk's
+        hidden units): the m64nN accumulator layout regrouped, value for value."""
+        f16, f32 = self.f16, self.f32
+        # accumulator mode 0 is (2 columns, 2 row halves, N/8 column blocks); the A operand
+        # of a k16 step takes two column blocks, so the N/8 blocks split into (2, N/16)
+        c = acc1.layout
+        nblk = cute.size(c.shape[0][2])
+        a_layout = cute.make_layout(
+            ((2, 2, 2), 1, nblk // 2),
+            stride=(
+                (c.stride[0][0], c.stride[0][1], c.stride[0][2]),
+                0,
+                2 * c.stride[0][2],
+            ),
+        )
+        hfrag = cute.make_rmem_tensor(a_layout, f16)
+        h_as_acc = cute.make_tensor(hfrag.iterator, c)
+        for i in cutlass.range_constexpr(cute.size(acc1)):
+            col = tCc1[i][1]
+            h_as_acc[i] = cute.arch.fmax(acc1[i] + sB1[col0 + col], f32(0.0)).to(f16)
+        return hfrag
+
+    def h_part(self, sHw, hb, wg_ni):
+        """The (64, hc_wg) part of H buffer hb that warpgroup column wg_ni writes."""
+        return cute.local_tile(sHw[None, None, hb], (WG_ROWS, self.hc_wg), (0, wg_ni))
+
+    @cute.jit
+    def epilogue(self, mX, mY, accY, tCcY, sB2, row0, wg_ni, rows):
+        """Y = ReLU(acc + b2 + X) in fp32, only inside [rows, C]. The accumulator pairs
+        (2k, 2k+1) are columns (c, c + 1) with c even (the m64nN layout) and C is even, so
+        X is read and Y written as 4- and 8-byte pairs. X comes from global memory (the
+        tile the TMA just brought into L2): its addresses are a per-thread base plus
+        constants, where the swizzled shared-memory copy would keep one live address per
+        pair across the whole tile loop (hoisted by the compiler). Every X load is issued
+        before the first Y store (Y may alias X as far as the compiler knows, so a load
+        after a store would wait for it)."""
+        p, f16, f32 = self.p, self.f16, self.f32
+        ld2 = cute.make_copy_atom(cute.nvgpu.CopyUniversalOp(), f16, num_bits_per_copy=32)
+        st2 = cute.make_copy_atom(cute.nvgpu.CopyUniversalOp(), f32, num_bits_per_copy=64)
+        mXv = cute.zipped_divide(mX, (1, 2))
+        mYv = cute.zipped_divide(mY, (1, 2))
+        npairs = cute.size(accY) // 2
+        group = min(npairs, EPI_PAIRS)  # X loads in flight at once (registers)
+        xfrag = cute.make_rmem_tensor(cute.make_layout((2, group)), f16)
+        ypair = cute.make_rmem_tensor(cute.make_layout(2), f32)
+        col0 = wg_ni * self.nc_wg
+        for g in cutlass.range_constexpr(0, npairs, group):
+            for k in cutlass.range_constexpr(g, min(g + group, npairs)):
+                r = row0 + tCcY[2 * k][0]
+                c = col0 + tCcY[2 * k][1]
+                xk = xfrag[None, k - g]
+                xk.fill(0.0)
+                if r < rows and c < p.channels:
+                    src = cute.make_tensor(mXv[(None, (r, c // 2))].iterator, cute.make_layout(2))
+                    cute.copy(ld2, src, xk)
+            for k in cutlass.range_constexpr(g, min(g + group, npairs)):
+                r = row0 + tCcY[2 * k][0]
+                c = col0 + tCcY[2 * k][1]
+                if r < rows and c < p.channels:
+                    for e in cutlass.range_constexpr(2):
+                        y = accY[2 * k + e] + sB2[c + e] + xfrag[e, k - g].to(f32)
+                        ypair[e] = cute.arch.fmax(y, f32(0.0))
+                    dst = cute.make_tensor(mYv[(None, (r, c // 2))].iterator, cute.make_layout(2))
+                    cute.copy(st2, ypair, dst)
+
+
+__all__ = ["HopperPlan", "SpecError", "WgmmaMlpKernel"]
