@@ -36,6 +36,7 @@ import cutlass
 import cutlass.cute as cute
 import cutlass.pipeline as pipeline
 import cutlass.utils.hopper_helpers as sm90
+from cutlass._mlir.dialects import llvm
 from cutlass.cute.nvgpu import cpasync, warpgroup
 from cutlass.utils import LayoutEnum
 
@@ -43,6 +44,9 @@ WG_THREADS = 128
 WG_ROWS = 64  # rows of one wgmma (m64nNk16) per consumer warpgroup
 SMEM_ALIGN = 1024  # every TMA / wgmma buffer (the 128-byte swizzle repeats every 1 KB)
 EPI_PAIRS = 32  # residual X pairs loaded before the epilogue's stores (32 registers)
+# An mbarrier wait longer than this traps (the launch fails with an error) instead of
+# hanging the GPU: a wrong TMA byte count or a lost arrive would otherwise never return.
+WATCHDOG_NS = 20_000_000_000
 
 
 class SpecError(ValueError):
@@ -417,12 +421,12 @@ class WgmmaMlpKernel:
         for i in cutlass.range(n_my, unroll=1):
             row0 = (bid + i * nblk) * bm + wg_mi * WG_ROWS  # first row of this warpgroup
             accY.fill(0.0)
-            x_pipe.consumer_wait(xc)
+            self.consumer_wait(x_pipe, xc)
             if cutlass.const_expr(p.resident):
                 # chunk j sits in buffer j, loaded once: phase 0 of its full barrier
                 wc = pipeline.make_pipeline_state(pipeline.PipelineUserType.Consumer, p.w_stages)
             for j in cutlass.range(p.nchunks, unroll=1):
-                w_pipe.consumer_wait(wc)
+                self.consumer_wait(w_pipe, wc)
                 acc1 = thr1.make_fragment_C(acc1_shape)
                 warpgroup.fence()
                 self.gemm(mma1, acc1, tCrA1, tCrB1, xc.index, wc.index, False)
@@ -434,7 +438,8 @@ class WgmmaMlpKernel:
                     self.gemm_rs(mma2, accY, hfrag, tCrB2, wc.index)
                 else:
                     hb = (i * p.nchunks + j) % 2  # alternates across tiles too
-                    cute.autovec_copy(hfrag, thr1.partition_C(self.h_part(sHw, hb, wg_ni)))
+                    h_as_acc = cute.make_tensor(hfrag.iterator, acc1.layout)  # same storage
+                    cute.autovec_copy(h_as_acc, thr1.partition_C(self.h_part(sHw, hb, wg_ni)))
                     # the writes reach the async proxy, then both warpgroups of these
                     # rows have written their half of the chunk
                     cute.arch.fence_proxy("async.shared", space="cta")
@@ -452,13 +457,16 @@ class WgmmaMlpKernel:
                         if wp.count < n_w:
                             self.load_w(w_pipe, wp, tma_w1, tW1s, tW1g, tma_w2, tW2s, tW2g)
                             wp.advance()
-            self.epilogue(mX, mY, accY, tCcY, sB2, row0, wg_ni, rows)
+            # every wgmma reading this X tile has completed and the epilogue reads X from
+            # global memory: the buffer goes back now, so the next tile's X streams in
+            # during the epilogue
             x_pipe.consumer_release(xc)
             xc.advance()
             if warp == 0:
                 if xp.count < n_my:
                     self.load_x(x_pipe, xp, tma_x, tXs, tXg, bid + xp.count * nblk)
                     xp.advance()
+            self.epilogue(mX, mY, accY, tCcY, sB2, row0, wg_ni, rows)
 
     # ------------------------------------------------------------------ helpers
     def part(self, base, offset, layout):
@@ -467,9 +475,33 @@ class WgmmaMlpKernel:
         return cute.make_tensor(ptr, layout.outer)
 
     @cute.jit
+    def wait(self, bar, phase):
+        """Waits for `phase` of the mbarrier at `bar`; traps after WATCHDOG_NS."""
+        done = cute.arch.mbarrier_try_wait(bar, phase)
+        if not done:
+            t0 = cute.arch.globaltimer()
+            while not done:
+                done = cute.arch.mbarrier_try_wait(bar, phase)
+                if not done:
+                    if cute.arch.globaltimer() - t0 > WATCHDOG_NS:
+                        llvm.intr_trap()
+
+    @cute.jit
+    def consumer_wait(self, pipe, state):
+        """The stage `state` points at is full (its TMA bytes landed)."""
+        self.wait(pipe.sync_object_full.get_barrier(state.index), state.phase)
+
+    @cute.jit
+    def producer_acquire(self, pipe, state):
+        """The stage is empty (every consumer warp released it); then this thread arms its
+        full barrier with the stage's TMA byte count (PipelineTmaAsync.producer_acquire)."""
+        self.wait(pipe.sync_object_empty.get_barrier(state.index), state.phase)
+        pipe.sync_object_full.arrive(state.index, pipe.producer_mask)
+
+    @cute.jit
     def load_x(self, x_pipe, xp, tma_x, tXs, tXg, tile):
         """TMA of X tile `tile` into the X buffer the producer state points at."""
-        x_pipe.producer_acquire(xp)
+        self.producer_acquire(x_pipe, xp)
         cute.copy(
             tma_x,
             tXg[(None, tile)],
@@ -482,7 +514,7 @@ class WgmmaMlpKernel:
         """TMA of hidden chunk (wp.count mod nchunks): W1 and W2 parts of every warpgroup."""
         p = self.p
         j = wp.count % p.nchunks
-        w_pipe.producer_acquire(wp)
+        self.producer_acquire(w_pipe, wp)
         bar = w_pipe.producer_get_barrier(wp)
         for n in cutlass.range_constexpr(p.wg_n):
             cute.copy(

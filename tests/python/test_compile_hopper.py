@@ -1,0 +1,91 @@
+"""The Hopper family (schedule persistent-wgmma, mode fused_wgmma) through `rowfuse compile`
+on a machine without a GPU: its kernel builds for shapes with partial row tiles, channels
+padded for the MMA, a hidden width that is no multiple of 64, streamed and resident
+weights and the channels split over two warpgroups; the PTX holds warpgroup MMA and TMA
+and no warp-level MMA, the SASS (disassembled at build time) HGMMA and no local-memory
+spills; the plan records the geometry the C planner decided and the generator built; a
+shape TMA cannot stride leaves the schedule out with the reason in plan.json.
+"""
+
+from __future__ import annotations
+
+import json
+
+import cutlass  # noqa: F401  (a missing DSL is an error here, not a skip)
+import pytest
+from cli_util import rowfuse
+
+WGMMA = "persistent-wgmma"
+
+
+def _compile(tmp_path, shape: str, *extra) -> tuple[dict, dict, str]:
+    pkg = tmp_path / shape
+    p = rowfuse("compile", "--mlp", shape, "--schedule", WGMMA, *extra, "-o", pkg)
+    assert p.returncode == 0, p.stderr
+    plan = json.loads((pkg / "plan.json").read_text())
+    facts = json.loads((pkg / "kernels.json").read_text())
+    return plan, facts, p.stdout
+
+
+def _wgmma_kernel(plan: dict, facts: dict, pkg) -> tuple[dict, dict]:
+    s = plan["schedules"][WGMMA]
+    assert s["available"] and len(s["kernels"]) == 1, s
+    k = plan["kernels"][s["kernels"][0]]
+    f = next(f for f in facts["kernels"] if f["name"] == k["name"])
+    return k, f
+
+
+def _check_machine_code(pkg, k: dict, f: dict) -> None:
+    ptx = (pkg / f["files"]["ptx"]).read_text()
+    assert ".target sm_90a" in ptx
+    assert "wgmma.mma_async.sync.aligned" in ptx and "cp.async.bulk.tensor" in ptx, k["name"]
+    assert "mma.sync.aligned" not in ptx and "mbarrier.try_wait" in ptx
+    assert f["ptx_wgmma"] > 0 and f["ptx_tma"] > 0 and f["ptx_mma"] == 0
+    assert "sass" in f["files"], "no SASS: the build found no nvdisasm"
+    sass = (pkg / f["files"]["sass"]).read_text()
+    assert "HGMMA" in sass and f["sass_hgmma"] > 0 and f["sass_hmma"] == 0
+    assert f["sass_local"] == 0, f"{k['name']}: {f['sass_local']} local-memory instructions"
+    assert 0 < f["registers"] <= 255 and k["registers"] == f["registers"]
+
+
+@pytest.mark.parametrize(
+    "shape, geometry",
+    [
+        # partial row tile, C padded 40 -> 48, H = 72 (one resident chunk of 80)
+        ("100x40x72", dict(tile_rows=64, threads=128, padded_channels=48, hidden_chunk=80)),
+        # streamed weights: 4 chunks of 128 through a 2-stage ring
+        ("4096x128x512", dict(tile_rows=64, hidden_chunk=128, weight_buffers=2, x_stages=2)),
+        # C split over two warpgroups (H in shared memory), H = 520: 9 chunks of 64
+        ("100x272x520", dict(tile_rows=64, threads=256, warps_n=2, padded_hidden=576)),
+    ],
+)
+def test_wgmma_package_builds(tmp_path, shape, geometry):
+    plan, facts, out = _compile(tmp_path, shape)
+    assert plan["schedule"] == WGMMA and plan["schedule_reason"] == "chosen with --schedule"
+    k, f = _wgmma_kernel(plan, facts, tmp_path / shape)
+    assert k["mode"] == "fused_wgmma" and k["grid_balanced"] and k["blocks_per_sm"] >= 1
+    for key, want in geometry.items():
+        assert k[key] == want, (key, k[key], want)
+    # the recorded geometry is whole: chunks cover H, the ring holds at most every chunk
+    assert k["padded_hidden"] % k["hidden_chunk"] == 0 and k["padded_hidden"] >= k["hidden"]
+    assert 1 <= k["weight_buffers"] <= k["padded_hidden"] // k["hidden_chunk"]
+    assert 1 <= k["x_stages"] <= 4 and 0 < k["smem_bytes"] <= plan["target"]["smem_per_block"]
+    assert k["name"] in out and "TMA rings" in out
+    _check_machine_code(tmp_path / shape, k, f)
+
+
+def test_wgmma_unavailable_when_tma_cannot_stride(tmp_path):
+    """C = 36 is no multiple of 8: the package holds the other schedules and says why it
+    lacks this one; asking for it by name fails with the same reason."""
+    pkg = tmp_path / "odd"
+    p = rowfuse("compile", "--mlp", "17x36x80", "-o", pkg)
+    assert p.returncode == 0, p.stderr
+    plan = json.loads((pkg / "plan.json").read_text())
+    s = plan["schedules"][WGMMA]
+    assert not s["available"] and s["kernels"] == []
+    assert "multiples of 8" in s["rejected"] and "TMA" in s["rejected"]
+    assert all(k["mode"] != "fused_wgmma" for k in plan["kernels"])
+    assert plan["schedules"]["persistent-smem"]["available"]
+    assert f"{WGMMA} not in this package" in p.stdout
+    p = rowfuse("compile", "--mlp", "17x36x80", "--schedule", WGMMA, "-o", tmp_path / "no")
+    assert p.returncode == 1 and "multiples of 8" in p.stderr
