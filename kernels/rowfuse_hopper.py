@@ -438,8 +438,7 @@ class WgmmaMlpKernel:
                     self.gemm_rs(mma2, accY, hfrag, tCrB2, wc.index)
                 else:
                     hb = (i * p.nchunks + j) % 2  # alternates across tiles too
-                    h_as_acc = cute.make_tensor(hfrag.iterator, acc1.layout)  # same storage
-                    cute.autovec_copy(h_as_acc, thr1.partition_C(self.h_part(sHw, hb, wg_ni)))
+                    self.store_h(hfrag, acc1, tCc1, sHw, hb, wg_ni)
                     # the writes reach the async proxy, then both warpgroups of these
                     # rows have written their half of the chunk
                     cute.arch.fence_proxy("async.shared", space="cta")
@@ -562,9 +561,23 @@ class WgmmaMlpKernel:
             h_as_acc[i] = cute.arch.fmax(acc1[i] + sB1[col0 + col], f32(0.0)).to(f16)
         return hfrag
 
-    def h_part(self, sHw, hb, wg_ni):
-        """The (64, hc_wg) part of H buffer hb that warpgroup column wg_ni writes."""
-        return cute.local_tile(sHw[None, None, hb], (WG_ROWS, self.hc_wg), (0, wg_ni))
+    @cute.jit
+    def store_h(self, hfrag, acc1, tCc1, sHw, hb, wg_ni):
+        """This warpgroup's half of the fp16 H chunk into H buffer hb, as 4-byte pairs at
+        their (row, hidden) coordinates (the accumulator pairs (2k, 2k+1) are adjacent
+        columns; a pair never straddles a 16-byte swizzle unit). Coordinates, not a
+        sub-tile: the half need not be a whole number of swizzle atoms."""
+        f16 = self.f16
+        st2 = cute.make_copy_atom(cute.nvgpu.CopyUniversalOp(), f16, num_bits_per_copy=32)
+        h_as_acc = cute.make_tensor(hfrag.iterator, acc1.layout)  # same storage, C order
+        sHv = cute.zipped_divide(sHw[None, None, hb], (1, 2))
+        col0 = wg_ni * self.hc_wg
+        for k in cutlass.range_constexpr(cute.size(acc1) // 2):
+            r = tCc1[2 * k][0]
+            c = col0 + tCc1[2 * k][1]
+            src = cute.make_tensor(h_as_acc.iterator + 2 * k, cute.make_layout(2))
+            dst = cute.make_tensor(sHv[(None, (r, c // 2))].iterator, cute.make_layout(2))
+            cute.copy(st2, src, dst)
 
     @cute.jit
     def epilogue(self, mX, mY, accY, tCcY, sB2, row0, wg_ni, rows):

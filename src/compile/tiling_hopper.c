@@ -4,14 +4,14 @@
  *
  * One block owns whole row tiles of 64 rows per consumer warpgroup along M (wg_m = 1 or
  * 2); wide channel counts split the output channels between two warpgroups (wg_n = 2).
- * Every wgmma is m64nNk16, so the channels are padded to 16 (K of X W1) and each chunk
- * of hidden units to 16 per warpgroup. TMA needs 16-byte row strides: C and H must be
- * multiples of 8 (X, W2 and Y rows are C elements, W1 rows H), else the schedule is
- * unavailable and plan.json says why. The Y accumulator lives in registers: a warpgroup
+ * Every wgmma is m64nNk16, so the channels are padded to 16 (K of X W1; to 64 when two
+ * warpgroups split them) and each chunk of hidden units to 16 per warpgroup. TMA needs 16-byte row
+ * strides: C and H must be multiples of 8 (X, W2 and Y rows are C elements, W1 rows H), else the
+ * schedule is unavailable and plan.json says why. The Y accumulator lives in registers: a warpgroup
  * holds 64 rows x (C / wg_n) fp32, at most 128 per thread, so C <= 512.
  *
  * The weights are resident (every chunk its own buffer, loaded once per block:
- * weight_buffers = chunks) when they fit next to two X stages, else streamed through a
+ * weight_buffers = chunks) when they fit next to an X buffer, else streamed through a
  * ring of 2..4 chunk buffers (weight_buffers < chunks), every tile re-reading them.
  *
  * Shared memory, in the kernel's allocation order (every TMA / wgmma buffer 1 KB
@@ -95,24 +95,32 @@ static int widest_chunk(int cp, int wg_n) {
 }
 
 /* Resident weights: every chunk in its own buffer, loaded once per block and never
- * released (w_stages = chunks), with as many X stages as fit (at least 2). */
+ * released (w_stages = chunks), with as many X stages as fit (4 down to 1). */
 static int try_resident(rf_kernel_spec_t *k, int hp16, int limit) {
-    int nch = 0, step = 16 * k->warps_n;
-    int hc = balanced_chunk(hp16, widest_chunk(k->padded_channels, k->warps_n), step, &nch);
+    int nch = 0, step = 16 * k->warps_n, top = widest_chunk(k->padded_channels, k->warps_n);
+    /* With two warpgroups, at least two chunks when H allows: a single chunk makes every
+     * wgmma descriptor and shared H address loop-invariant, and at C > 448 the compiler
+     * keeps them all live (255 registers and spills); two chunks index them by the chunk. */
+    if (k->warps_n == 2 && hp16 >= 2 * step && top >= hp16)
+        top = roundup(hp16 / 2, step);
+    int hc = balanced_chunk(hp16, top, step, &nch);
     if (!hc || nch > MAX_RESIDENT_CHUNKS)
         return 0;
     k->hidden_chunk = hc;
     k->padded_hidden = nch * hc;
-    for (int xs = MAX_X_STAGES; xs >= 2; xs--)
+    for (int xs = MAX_X_STAGES; xs >= 1; xs--)
         if (try_stages(k, nch, xs, limit))
             return 1;
     return 0;
 }
 
 /* Streamed chunks: the widest balanced chunk whose ring fits with at least two stages
- * (and at least two chunks), then as many chunk stages as fit, two X stages if they fit. */
-static int try_streamed(rf_kernel_spec_t *k, int hp16, int limit) {
+ * (and at least two chunks), then as many chunk stages as fit, with two X stages if they
+ * fit, or (`one_tile`: at most one tile per block at the planned rows, so a second X
+ * buffer would never be filled) with one X stage and the room given to the chunks. */
+static int try_streamed(rf_kernel_spec_t *k, int hp16, int limit, int one_tile) {
     static const int order[][2] = {{4, 2}, {3, 2}, {2, 2}, {2, 1}};
+    static const int order_one_tile[][2] = {{4, 1}, {3, 1}, {2, 1}, {2, 1}};
     int step = 16 * k->warps_n;
     for (int top = widest_chunk(k->padded_channels, k->warps_n); top >= step; top -= step) {
         int nch = 0, hc = balanced_chunk(hp16, top, step, &nch);
@@ -120,9 +128,11 @@ static int try_streamed(rf_kernel_spec_t *k, int hp16, int limit) {
             continue;
         k->hidden_chunk = hc;
         k->padded_hidden = nch * hc;
-        for (size_t i = 0; i < sizeof order / sizeof order[0]; i++)
-            if (order[i][0] < nch && try_stages(k, order[i][0], order[i][1], limit))
+        for (size_t i = 0; i < sizeof order / sizeof order[0]; i++) {
+            const int *o = one_tile ? order_one_tile[i] : order[i];
+            if (o[0] < nch && try_stages(k, o[0], o[1], limit))
                 return 1;
+        }
     }
     return 0;
 }
@@ -161,9 +171,14 @@ rf_status_t rf_kernel_geometry_hopper(int channels, int hidden, int64_t rows, in
     }
     k.tile_rows = WG_ROWS * wg_m;
     k.warps_m = 4 * wg_m;
-    k.padded_channels = roundup(channels, 16);
+    /* K of X W1 in steps of 16; with two warpgroups each half of the channels a multiple
+     * of 32, so W2's TMA boxes are at least 64 bytes wide (narrower swizzle-free boxes
+     * multiply the ring's TMA instructions and their live addresses: spills) */
+    k.padded_channels = roundup(channels, k.warps_n == 2 ? 64 : 16);
     int hp16 = roundup(hidden, 16 * k.warps_n);
-    if (!try_resident(&k, hp16, t->smem_per_block) && !try_streamed(&k, hp16, t->smem_per_block)) {
+    int one_tile = (rows + k.tile_rows - 1) / k.tile_rows <= t->sm_count;
+    if (!try_resident(&k, hp16, t->smem_per_block) &&
+        !try_streamed(&k, hp16, t->smem_per_block, one_tile)) {
         char why[160];
         snprintf(why, sizeof why,
                  "no hidden chunk fits %d bytes of shared memory per block on %s with two "

@@ -4,10 +4,11 @@
 #   1. the runtime's unit test twice: hiding the GPU from itself (NO_DEVICE paths), and
 #      with --gpu (empty-graph capture error, buffers, cuBLASLt capture and timing),
 #   2. `rowfuse check` on every package at its shapes (build-gpu/shapes.txt) plus 1 and
-#      4096 rows of the 49x48x96 package: every schedule and cuBLASLt, graph replay into a
-#      NaN-poisoned Y, compared with the CPU reference (mixed precision),
+#      4096 rows of the 49x48x96 package and multi-tile row counts of three more: every
+#      schedule and cuBLASLt, graph replay into a NaN-poisoned Y, compared with the CPU
+#      reference (mixed precision),
 #   3. compute-sanitizer memcheck, racecheck, synccheck and initcheck on the rowfuse kernels
-#      (all three schedules) at the first four shapes (49x48x96 has a partial row tile,
+#      (all four schedules) at the first four shapes (49x48x96 has a partial row tile,
 #      100x40x72 partial tiles in every dimension), requiring zero errors,
 #   4. the drop-in torch module (tests/gpu/torch_block.py) on the example's package,
 #   5. a table (last), and JSON + logs under $OUT (default out/gpu).
@@ -49,6 +50,12 @@ while read -r rows c h; do
     fi
 done <"$B/shapes.txt"
 SHAPES="$SHAPES,1x48x96,4096x48x96"
+# Blocks that walk several tiles (more tiles than one wave of blocks), so the Hopper
+# kernel's X ring and chunk ring wrap across tiles: resident weights (64x128), streamed
+# weights (256x208, a seed-2026 shape) and the channels split over two warpgroups
+# (512x2048, the benchmark's package).
+SHAPES="$SHAPES,130000x64x128,50000x256x208,9000x512x2048"
+[ -f "$B/pkgs/8192x512x2048/plan.json" ] && PKGS+=("$B/pkgs/8192x512x2048")
 $CHK "${PKGS[@]}" --shapes "$SHAPES" --seed "${SEED:-20261202}" --json "$OUT/check.json" \
     >"$OUT/check.log" 2>&1
 CHECK_RC=$?
@@ -66,7 +73,7 @@ head -4 "$B/shapes.txt" | while read -r rows c h; do
         {
             echo "### $tool ${rows}x${c}x${h}"
             timeout 60 compute-sanitizer --tool "$tool" --error-exitcode 99 $CHK "$pkg" \
-                --shapes "$rows" --variants persistent-smem,persistent-gmem,conventional
+                --shapes "$rows" --variants persistent-smem,persistent-gmem,conventional,persistent-wgmma
             echo "### exit $?"
         } >"$OUT/san.tmp" 2>&1
         cat "$OUT/san.tmp" >>"$OUT/sanitizer.log"

@@ -51,5 +51,6 @@ def test_schedule_names_match_the_cli(tmp_path):
     p = rowfuse("compile", "--mlp", "8x8x8", "--schedule", "nope", "-o", tmp_path / "p", check=2)
     known = p.stderr.split("(known:")[1].split(")")[0].split()
     assert tuple(known) == names.SCHEDULES
-    assert names.KERNEL_MODES == ("fused_smem", "fused_gmem", "proj1", "proj2")
+    assert names.KERNEL_MODES == ("fused_smem", "fused_gmem", "proj1", "proj2", "fused_wgmma")
+    assert names.SCHEDULES[-2:] == ("persistent-wgmma", "cublaslt")
     assert names.PLAN_VERSION >= 2

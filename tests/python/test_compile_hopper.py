@@ -53,10 +53,10 @@ def _check_machine_code(pkg, k: dict, f: dict) -> None:
     [
         # partial row tile, C padded 40 -> 48, H = 72 (one resident chunk of 80)
         ("100x40x72", dict(tile_rows=64, threads=128, padded_channels=48, hidden_chunk=80)),
-        # streamed weights: 4 chunks of 128 through a 2-stage ring
-        ("4096x128x512", dict(tile_rows=64, hidden_chunk=128, weight_buffers=2, x_stages=2)),
-        # C split over two warpgroups (H in shared memory), H = 520: 9 chunks of 64
-        ("100x272x520", dict(tile_rows=64, threads=256, warps_n=2, padded_hidden=576)),
+        # streamed weights: 4 chunks of 128 through a 3-stage ring (one tile per block)
+        ("4096x128x512", dict(tile_rows=64, hidden_chunk=128, weight_buffers=3, x_stages=1)),
+        # C split over two warpgroups (H in shared memory; C padded to 320), H = 520
+        ("100x272x520", dict(threads=256, warps_n=2, padded_channels=320)),
     ],
 )
 def test_wgmma_package_builds(tmp_path, shape, geometry):
