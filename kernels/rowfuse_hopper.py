@@ -282,7 +282,7 @@ class WgmmaMlpKernel:
         lw2: cute.ComposedLayout,
         lh: cute.ComposedLayout,
     ):
-        p, bm, f16, f32 = self.p, self.bm, self.f16, self.f32
+        p, bm = self.p, self.bm
         tidx, _, _ = cute.arch.thread_idx()
         bid, _, _ = cute.arch.block_idx()
         nblk, _, _ = cute.arch.grid_dim()
@@ -297,86 +297,14 @@ class WgmmaMlpKernel:
             cpasync.prefetch_descriptor(tma_w1)
             cpasync.prefetch_descriptor(tma_w2)
 
-        # ---------------- shared memory, in the order tiling_hopper.c counts it
-        smem = cutlass.utils.SmemAllocator()
-        mbar = smem.allocate_array(cutlass.Int64, 2 * (p.x_stages + p.w_stages), byte_alignment=8)
-        sB1 = smem.allocate_tensor(f32, cute.make_layout(p.hp), 16)
-        sB2 = smem.allocate_tensor(f32, cute.make_layout(p.cp), 16)
-        sX = smem.allocate_tensor(f16, lx.outer, SMEM_ALIGN, lx.inner)
-        # the warpgroups' W1 (W2) parts back to back; each part is whole swizzle atoms
-        n1, n2 = cute.cosize(lw1.outer), cute.cosize(lw2.outer)
-        pW1 = smem.allocate_array(f16, n1 * p.wg_n, byte_alignment=SMEM_ALIGN)
-        pW2 = smem.allocate_array(f16, n2 * p.wg_n, byte_alignment=SMEM_ALIGN)
-        sW1 = [self.part(pW1, n * n1, lw1) for n in range(p.wg_n)]
-        sW2 = [self.part(pW2, n * n2, lw2) for n in range(p.wg_n)]
-        sH = None
-        if cutlass.const_expr(p.wg_n > 1):
-            sH = smem.allocate_tensor(f16, lh.outer, SMEM_ALIGN, lh.inner)
-
-        # ---------------- the two rings (full: TMA bytes landed; empty: every consumer
-        # warp released the buffer)
-        producer = pipeline.CooperativeGroup(pipeline.Agent.Thread)
-        consumers = pipeline.CooperativeGroup(pipeline.Agent.Thread, self.n_consumer_warps)
-        x_pipe = pipeline.PipelineTmaAsync.create(
-            barrier_storage=mbar,
-            num_stages=p.x_stages,
-            producer_group=producer,
-            consumer_group=consumers,
-            tx_count=2 * bm * p.cp,
-            defer_sync=True,
-        )
-        w_pipe = pipeline.PipelineTmaAsync.create(
-            barrier_storage=mbar + 2 * p.x_stages,
-            num_stages=p.w_stages,
-            producer_group=producer,
-            consumer_group=consumers,
-            tx_count=2 * 2 * p.cp * p.hc,
-            defer_sync=True,
-        )
-
-        # ---------------- biases into shared memory (zero past H and C), once per block
-        for i in cutlass.range(tidx, p.hp, p.threads):
-            v = f32(0.0)
-            if i < p.hidden:
-                v = mB1[i]
-            sB1[i] = v
-        for i in cutlass.range(tidx, p.cp, p.threads):
-            v = f32(0.0)
-            if i < p.channels:
-                v = mB2[i]
-            sB2[i] = v
+        mbar, sB1, sB2, sX, pW1, pW2, sH = self.alloc_smem(lx, lw1, lw2, lh)
+        x_pipe, w_pipe = self.make_pipelines(mbar)
+        self.stage_biases(mB1, mB2, sB1, sB2, tidx)
         cute.arch.mbarrier_init_fence()
-        cute.arch.sync_threads()
-
-        # ---------------- TMA partitions (one CTA, no multicast)
-        # X: tiles of (bm, cp) along the rows
-        gX = cute.local_tile(tX, (bm, p.cp), (None, 0))  # (bm, cp, tiles)
-        tXs, tXg = cpasync.tma_partition(
-            tma_x, 0, cute.make_layout(1), cute.group_modes(sX, 0, 2), cute.group_modes(gX, 0, 2)
+        cute.arch.sync_threads()  # barriers initialised, biases in shared memory
+        tXs, tXg, tW1s, tW1g, tW2s, tW2g = self.tma_partitions(
+            tma_x, tX, tma_w1, tW1, tma_w2, tW2, sX, pW1, pW2, lw1, lw2
         )
-        # W1 part n of chunk j: hidden units [j hc + n hc_wg, +hc_wg) = tile j wg_n + n
-        gW1 = cute.local_tile(tW1, (self.hc_wg, p.cp), (None, 0))
-        gW2 = cute.local_tile(tW2, (self.nc_wg, p.hc), (None, None))  # (nc_wg, hc, n, j)
-        tW1s, tW1g, tW2s, tW2g = [], [], [], []
-        for n in cutlass.range_constexpr(p.wg_n):
-            s1, g1 = cpasync.tma_partition(
-                tma_w1,
-                0,
-                cute.make_layout(1),
-                cute.group_modes(sW1[n], 0, 2),
-                cute.group_modes(gW1, 0, 2),
-            )
-            s2, g2 = cpasync.tma_partition(
-                tma_w2,
-                0,
-                cute.make_layout(1),
-                cute.group_modes(sW2[n], 0, 2),
-                cute.group_modes(gW2[(None, None, n, None)], 0, 2),
-            )
-            tW1s.append(s1)
-            tW1g.append(g1)
-            tW2s.append(s2)
-            tW2g.append(g2)
 
         ntiles = (rows + bm - 1) // bm
         n_my = 0
@@ -405,9 +333,10 @@ class WgmmaMlpKernel:
         thr2 = mma2.get_slice(wtid)
         sXw = cute.local_tile(sX, (WG_ROWS, p.cp), (wg_mi, 0, None))  # (64, cp, stage)
         tCrA1 = mma1.make_fragment_A(thr1.partition_A(sXw))
+        n1, n2 = cute.cosize(lw1.outer), cute.cosize(lw2.outer)
         tCrB1 = mma1.make_fragment_B(thr1.partition_B(self.part(pW1, wg_ni * n1, lw1)))
         tCrB2 = mma2.make_fragment_B(thr2.partition_B(self.part(pW2, wg_ni * n2, lw2)))
-        tCrA2 = None
+        tCrA2 = sHw = None
         if cutlass.const_expr(p.wg_n > 1):
             sHw = cute.local_tile(sH, (WG_ROWS, p.hc), (wg_mi, 0, None))  # (64, hc, buf)
             tCrA2 = mma2.make_fragment_A(thr2.partition_A(sHw))
@@ -427,26 +356,9 @@ class WgmmaMlpKernel:
                 wc = pipeline.make_pipeline_state(pipeline.PipelineUserType.Consumer, p.w_stages)
             for j in cutlass.range(p.nchunks, unroll=1):
                 self.consumer_wait(w_pipe, wc)
-                acc1 = thr1.make_fragment_C(acc1_shape)
-                warpgroup.fence()
-                self.gemm(mma1, acc1, tCrA1, tCrB1, xc.index, wc.index, False)
-                warpgroup.commit_group()
-                warpgroup.wait_group(0)
-                hfrag = self.hidden_act(acc1, tCc1, sB1, j * p.hc + wg_ni * self.hc_wg)
-                if cutlass.const_expr(p.wg_n == 1):
-                    warpgroup.fence()
-                    self.gemm_rs(mma2, accY, hfrag, tCrB2, wc.index)
-                else:
-                    hb = (i * p.nchunks + j) % 2  # alternates across tiles too
-                    self.store_h(hfrag, acc1, tCc1, sHw, hb, wg_ni)
-                    # the writes reach the async proxy, then both warpgroups of these
-                    # rows have written their half of the chunk
-                    cute.arch.fence_proxy("async.shared", space="cta")
-                    cute.arch.barrier(barrier_id=1 + wg_mi, number_of_threads=WG_THREADS * p.wg_n)
-                    warpgroup.fence()
-                    self.gemm(mma2, accY, tCrA2, tCrB2, hb, wc.index, True)
-                warpgroup.commit_group()
-                warpgroup.wait_group(0)
+                mmas = (mma1, thr1, acc1_shape, tCrA1, tCrB1, mma2, tCrA2, tCrB2, tCc1)
+                hb = (i * p.nchunks + j) % 2  # H buffer (two warpgroups): alternates across tiles
+                self.chunk(mmas, accY, sB1, sHw, xc.index, wc.index, j, hb, wg_mi, wg_ni)
                 if cutlass.const_expr(p.resident):
                     wc.advance()
                 else:
@@ -467,7 +379,127 @@ class WgmmaMlpKernel:
                     xp.advance()
             self.epilogue(mX, mY, accY, tCcY, sB2, row0, wg_ni, rows)
 
+    # ------------------------------------------------------------------ setup helpers
+    def alloc_smem(self, lx, lw1, lw2, lh):
+        """The block's shared memory, in the order src/compile/tiling_hopper.c counts it
+        (plain Python, run while the kernel is traced)."""
+        p, f16, f32 = self.p, self.f16, self.f32
+        smem = cutlass.utils.SmemAllocator()
+        mbar = smem.allocate_array(cutlass.Int64, 2 * (p.x_stages + p.w_stages), byte_alignment=8)
+        sB1 = smem.allocate_tensor(f32, cute.make_layout(p.hp), 16)
+        sB2 = smem.allocate_tensor(f32, cute.make_layout(p.cp), 16)
+        sX = smem.allocate_tensor(f16, lx.outer, SMEM_ALIGN, lx.inner)
+        # the warpgroups' W1 (W2) parts back to back; each part is whole swizzle atoms
+        n1, n2 = cute.cosize(lw1.outer), cute.cosize(lw2.outer)
+        pW1 = smem.allocate_array(f16, n1 * p.wg_n, byte_alignment=SMEM_ALIGN)
+        pW2 = smem.allocate_array(f16, n2 * p.wg_n, byte_alignment=SMEM_ALIGN)
+        sH = None
+        if p.wg_n > 1:
+            sH = smem.allocate_tensor(f16, lh.outer, SMEM_ALIGN, lh.inner)
+        return mbar, sB1, sB2, sX, pW1, pW2, sH
+
+    def make_pipelines(self, mbar):
+        """The X ring and the chunk ring: full barriers (one producer arrival plus the
+        stage's TMA bytes) and empty barriers (one arrival per consumer warp)."""
+        p = self.p
+        producer = pipeline.CooperativeGroup(pipeline.Agent.Thread)
+        consumers = pipeline.CooperativeGroup(pipeline.Agent.Thread, self.n_consumer_warps)
+        x_pipe = pipeline.PipelineTmaAsync.create(
+            barrier_storage=mbar,
+            num_stages=p.x_stages,
+            producer_group=producer,
+            consumer_group=consumers,
+            tx_count=2 * self.bm * p.cp,
+            defer_sync=True,
+        )
+        w_pipe = pipeline.PipelineTmaAsync.create(
+            barrier_storage=mbar + 2 * p.x_stages,
+            num_stages=p.w_stages,
+            producer_group=producer,
+            consumer_group=consumers,
+            tx_count=2 * 2 * p.cp * p.hc,
+            defer_sync=True,
+        )
+        return x_pipe, w_pipe
+
+    @cute.jit
+    def stage_biases(self, mB1, mB2, sB1, sB2, tidx):
+        """b1 and b2 into shared memory, zero past H and C, once per block."""
+        p, f32 = self.p, self.f32
+        for i in cutlass.range(tidx, p.hp, p.threads):
+            v = f32(0.0)
+            if i < p.hidden:
+                v = mB1[i]
+            sB1[i] = v
+        for i in cutlass.range(tidx, p.cp, p.threads):
+            v = f32(0.0)
+            if i < p.channels:
+                v = mB2[i]
+            sB2[i] = v
+
+    def tma_partitions(self, tma_x, tX, tma_w1, tW1, tma_w2, tW2, sX, pW1, pW2, lw1, lw2):
+        """TMA views (one CTA, no multicast): X tiles of (tile_rows, cp) along the rows;
+        W1 part n of chunk j = hidden units [j hc + n hc_wg, +hc_wg) = tile j wg_n + n of the
+        (H, C) view; W2 part n of chunk j = tile (n, j) of the (C, H) view."""
+        p = self.p
+        n1, n2 = cute.cosize(lw1.outer), cute.cosize(lw2.outer)
+        one = cute.make_layout(1)
+        gX = cute.local_tile(tX, (self.bm, p.cp), (None, 0))  # (bm, cp, tiles)
+        tXs, tXg = cpasync.tma_partition(
+            tma_x, 0, one, cute.group_modes(sX, 0, 2), cute.group_modes(gX, 0, 2)
+        )
+        gW1 = cute.local_tile(tW1, (self.hc_wg, p.cp), (None, 0))
+        gW2 = cute.local_tile(tW2, (self.nc_wg, p.hc), (None, None))  # (nc_wg, hc, n, j)
+        tW1s, tW1g, tW2s, tW2g = [], [], [], []
+        for n in range(p.wg_n):
+            s1, g1 = cpasync.tma_partition(
+                tma_w1,
+                0,
+                one,
+                cute.group_modes(self.part(pW1, n * n1, lw1), 0, 2),
+                cute.group_modes(gW1, 0, 2),
+            )
+            s2, g2 = cpasync.tma_partition(
+                tma_w2,
+                0,
+                one,
+                cute.group_modes(self.part(pW2, n * n2, lw2), 0, 2),
+                cute.group_modes(gW2[(None, None, n, None)], 0, 2),
+            )
+            tW1s.append(s1)
+            tW1g.append(g1)
+            tW2s.append(s2)
+            tW2g.append(g2)
+        return tXs, tXg, tW1s, tW1g, tW2s, tW2g
+
     # ------------------------------------------------------------------ helpers
+    @cute.jit
+    def chunk(self, mmas, accY, sB1, sHw, xs, ws, j, hb, wg_mi, wg_ni):
+        """One hidden chunk j of a tile, operands in X buffer xs and chunk buffer ws:
+        acc1 = X W1chunk, H = fp16(ReLU(acc1 + b1)), Y_acc += H W2chunk; every wgmma of it
+        has completed on return (so the caller may release the chunk buffer)."""
+        p = self.p
+        mma1, thr1, acc1_shape, tCrA1, tCrB1, mma2, tCrA2, tCrB2, tCc1 = mmas
+        acc1 = thr1.make_fragment_C(acc1_shape)
+        warpgroup.fence()
+        self.gemm(mma1, acc1, tCrA1, tCrB1, xs, ws, False)
+        warpgroup.commit_group()
+        warpgroup.wait_group(0)
+        hfrag = self.hidden_act(acc1, tCc1, sB1, j * p.hc + wg_ni * self.hc_wg)
+        if cutlass.const_expr(p.wg_n == 1):
+            warpgroup.fence()
+            self.gemm_rs(mma2, accY, hfrag, tCrB2, ws)
+        else:
+            self.store_h(hfrag, acc1, tCc1, sHw, hb, wg_ni)
+            # the writes reach the async proxy, then both warpgroups of these rows have
+            # written their half of the chunk
+            cute.arch.fence_proxy("async.shared", space="cta")
+            cute.arch.barrier(barrier_id=1 + wg_mi, number_of_threads=WG_THREADS * p.wg_n)
+            warpgroup.fence()
+            self.gemm(mma2, accY, tCrA2, tCrB2, hb, ws, True)
+        warpgroup.commit_group()
+        warpgroup.wait_group(0)
+
     def part(self, base, offset, layout):
         """The swizzled tensor of `layout` at element `offset` from `base`."""
         ptr = cute.recast_ptr(base + offset, layout.inner, dtype=self.f16)
