@@ -89,6 +89,9 @@ rf_status_t rf_mlp_buffers_upload(rf_mlp_buffers_t *buffers, const uint16_t *x, 
                                   const float *b1, const uint16_t *w2, const float *b2);
 /* Fills Y and H with NaN bit patterns (all bits set) on `stream`. */
 rf_status_t rf_mlp_buffers_poison(rf_mlp_buffers_t *buffers, void *stream);
+/* Fills every byte of Y and H with `byte` (0x42: the finite sentinel 48.56 in f32, 3.13 in
+ * fp16, which a kernel that skips an element leaves behind without a NaN). */
+rf_status_t rf_mlp_buffers_fill(rf_mlp_buffers_t *buffers, unsigned char byte, void *stream);
 /* Copies Y [rows*channels] f32 back to host memory (synchronizes the device). */
 rf_status_t rf_mlp_buffers_download_y(const rf_mlp_buffers_t *buffers, float *out_y);
 
