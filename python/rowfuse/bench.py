@@ -281,6 +281,7 @@ def build_variants(args, shape, dev, cpu_inputs, ref=None):
         )
     v.result["compile_s"] = round(time.perf_counter() - t0, 2)
     v.result["tuning"] = rec
+    progress(f"{rows}x{channels}x{hidden}: torch-compile: {v.note} ({rec['compiles']})")
     out.append(v)
 
     y = ybuf()
@@ -298,6 +299,7 @@ def build_variants(args, shape, dev, cpu_inputs, ref=None):
         v.result["tuning"] = rec
     except Exception as e:
         v = Variant("triton-fused", VARIANTS[3][1], None, None, note=f"tuning failed: {e}")
+    progress(f"{rows}x{channels}x{hidden}: triton-fused: {v.note}")
     out.append(v)
     return out
 
