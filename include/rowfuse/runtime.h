@@ -141,7 +141,10 @@ typedef struct rf_variant rf_variant_t;
  * (which a plan may choose) gives the cuBLASLt variant for the package's shape. */
 rf_status_t rf_variant_create_pkg(rf_allocator_t allocator, rf_pkg_t *pkg, const char *schedule,
                                   rf_variant_t **out_variant);
-/* The cuBLASLt baseline for (channels, hidden). Allocates a workspace on the device. */
+/* The cuBLASLt baseline for (channels, hidden). Allocates a workspace on the device. The
+ * first launch for a row count (eager or captured) tunes it on the caller's buffers: the
+ * heuristic's top 8 algorithms timed, the best kept, the record in rf_variant_note; W1
+ * and b1 are then constants and must not change under the same pointers (cublaslt.c). */
 rf_status_t rf_variant_create_cublaslt(rf_allocator_t allocator, int64_t channels, int64_t hidden,
                                        rf_variant_t **out_variant);
 void rf_variant_destroy(rf_variant_t *variant);

@@ -159,6 +159,7 @@ def render_markdown(docs) -> str:
     lines.extend(render_span_summary(docs))
     lines.extend(render_comparison(docs))
     lines.extend(render_scheduler(docs))
+    lines.extend(render_tuning(docs))
     return "\n".join(lines) + "\n"
 
 
@@ -279,6 +280,46 @@ def render_scheduler(docs) -> list[str]:
         )
     out.append("")
     return out
+
+
+def _tuning_line(v) -> str | None:
+    """One line on how a peer was tuned: Triton's chosen configuration, torch.compile's two
+    compiles, cuBLASLt's note; None for a variant with nothing to say."""
+    t = v.get("tuning")
+    if v["name"] == "triton-fused" and isinstance(t, dict) and "chosen_label" in t:
+        dflt = t.get("default_us")
+        return (
+            f"{t['chosen_label']} {t['chosen_us']:.2f} us, fastest of {t['timed']} timed "
+            f"({t['space']} in the space, {len(t.get('failed', []))} failed"
+            + (f"; untuned default {dflt:.2f} us" if dflt is not None else "")
+            + f"; {t.get('tune_s', '?')} s)"
+        )
+    if v["name"] == "torch-compile" and isinstance(t, dict) and "compiles" in t:
+        runs = ", ".join(
+            f"#{i + 1}: {r['compile_s']} s, "
+            + (f"{r['graph_us']:.2f} us/call" if "graph_us" in r else r.get("error", "failed"))
+            for i, r in enumerate(t["compiles"])
+        )
+        kept = f"; kept #{t['chosen'] + 1}" if "chosen" in t else ""
+        spread = f", spread {t['spread']}" if t.get("spread") else ""
+        return f"{t.get('mode', '?')}: {runs}{kept}{spread}"
+    if v["name"] == "cublaslt" and v.get("note"):
+        return v["note"]
+    return None
+
+
+def render_tuning(docs) -> list[str]:
+    """How each tuned peer was tuned, per shape (the runs' "tuning" fields and notes)."""
+    out = []
+    for doc in docs:
+        for run in doc["runs"]:
+            for v in _sorted_variants(run["variants"]):
+                line = _tuning_line(v)
+                if line:
+                    out.append(f"- {shape_tag(run['shape'])}, {v.get('label', v['name'])}: {line}")
+    if not out:
+        return []
+    return ["## Peer tuning", "", *out, ""]
 
 
 def series(docs, metric: str):
