@@ -153,19 +153,22 @@ class Variant:
 
 
 def torch_eager_block(x, w1, b1, w2, b2, y):
-    """The block as a PyTorch user writes it in mixed precision (cuBLAS GEMMs)."""
+    """The block as a PyTorch user writes it for these precisions (cuBLAS GEMMs with fp16
+    operands and fp32 outputs, so b1 is added before H is rounded, as the block defines;
+    `torch.mm(..., out_dtype=torch.float32)`: an fp16-output mm would round X W1 to fp16
+    first and compute another function, which the gate rejects)."""
     import torch
 
-    h = torch.relu(torch.mm(x, w1).float() + b1).half()
-    t = torch.mm(h, w2).float() + b2 + x.float()
+    h = torch.relu(torch.mm(x, w1, out_dtype=torch.float32) + b1).half()
+    t = torch.mm(h, w2, out_dtype=torch.float32) + b2 + x.float()
     torch.clamp(t, min=0.0, out=y)  # ReLU into the caller's buffer (relu has no out=)
 
 
 def _compiled_block(x, w1, b1, w2, b2, y):
     import torch
 
-    h = torch.relu(torch.mm(x, w1).float() + b1).half()
-    y.copy_(torch.relu(torch.mm(h, w2).float() + b2 + x.float()))
+    h = torch.relu(torch.mm(x, w1, out_dtype=torch.float32) + b1).half()
+    y.copy_(torch.relu(torch.mm(h, w2, out_dtype=torch.float32) + b2 + x.float()))
 
 
 def _fresh_block(tag: int):
@@ -449,7 +452,7 @@ def bench_shape(args, shape, seed: int) -> dict:
     tag = f"{rows}x{channels}x{hidden}"
     cpu_inputs, case = make_inputs(rows, channels, hidden, seed)
     progress(f"{tag}: building variants (seed {seed})")
-    variants = build_variants(args, shape, "cuda", cpu_inputs, ref)
+    variants = build_variants(args, shape, "cuda", cpu_inputs, case)
     ready = []
     for v in variants:
         if v.launch is None:
@@ -593,6 +596,15 @@ def main(argv=None) -> int:
         with open(args.markdown, "w") as f:
             f.write(md)
     print(md)
+    failed = [
+        f"{r['shape']['rows']}x{r['shape']['channels']}x{r['shape']['hidden']} {v['name']}"
+        for r in doc["runs"]
+        for v in r["variants"]
+        if "error" in v
+    ]
+    if failed:
+        print(f"rowfuse.bench: FAILED: {', '.join(failed)}", file=sys.stderr)
+        return 1
     return 0
 
 

@@ -349,7 +349,7 @@ def tune(x, w1, b1, w2, b2, y, ref=None, threads: int | None = None) -> dict:
             if ref is not None:
                 from rowfuse import clib
 
-                verdict = clib.compare(y.cpu().numpy(), ref, channels)
+                verdict = clib.compare(y.cpu().numpy(), ref)
                 if not verdict["passed"]:
                     failed.append([cfg.label(), f"check: {verdict['message']}"])
                     continue

@@ -388,6 +388,17 @@ rf_status_t rf_bench_c_run(rf_allocator_t a, const rf_bench_c_options_t *o, FILE
     }
     st = rf_bench_write_json(json_out, o, &info, &d, pkg, vars, RF_BENCH_MAX_VARIANTS, timings,
                              timing_of);
+    if (!st) { /* the JSON keeps the failed rows; the run still fails */
+        char failed[256] = "";
+        int n = 0;
+        for (int i = 0; i < RF_BENCH_MAX_VARIANTS; i++)
+            if (!vars[i].ok && ++n)
+                snprintf(failed + strlen(failed), sizeof failed - strlen(failed), " %s",
+                         vars[i].name);
+        if (n)
+            st = RF_ERR(RF_CODE_MISMATCH, "%d variant(s) FAILED:%s (reasons in the JSON)", n,
+                        failed);
+    }
 done:
     for (int i = 0; i < RF_BENCH_MAX_VARIANTS; i++) {
         rf_exec_destroy(vars[i].exec);

@@ -205,6 +205,9 @@ static rf_status_t run_package(job_t *j, const char *dir) {
         /* rf_variant_create_pkg gives the cuBLASLt variant for the vendor schedule. */
         if (i == RF_SCHEDULE_CUBLASLT || rf_pkg_kernel_count(pkg, name) >= 1)
             st = rf_variant_create_pkg(j->a, pkg, name, &variants[i]);
+        else if (o->variants) /* asked for by name: its absence is a failure, not a skip */
+            st = RF_ERR(RF_CODE_NOT_FOUND, "package %s does not contain schedule %s (%s)", dir,
+                        name, rf_pkg_plan(pkg)->schedules[i].rejected);
         if (st && (st = record_error(j, dir, name, 0, c, h, st)))
             break;
     }

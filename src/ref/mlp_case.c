@@ -121,13 +121,13 @@ static double error_row(int64_t c, int64_t h, const uint16_t *x, const uint16_t 
     return step2;
 }
 
-rf_status_t rf_mlp_error_model(rf_allocator_t a, int64_t m, int64_t c, int64_t h,
-                               const uint16_t *x, const uint16_t *w1, const float *b1,
-                               const uint16_t *w2, const float *b2, const float *ref,
-                               double *out_allow, double *out_step) {
+rf_status_t rf_mlp_error_model(rf_allocator_t a, int64_t m, int64_t c, int64_t h, const uint16_t *x,
+                               const uint16_t *w1, const float *b1, const uint16_t *w2,
+                               const float *b2, const float *ref, double *out_allow,
+                               double *out_step) {
     double *scratch = NULL, step2 = 0.0;
-    RF_RETURN_IF_ERROR_PLAIN(rf_alloc(a, (size_t)h * 3 * sizeof(double), "error model scratch",
-                                      (void **)&scratch));
+    RF_RETURN_IF_ERROR_PLAIN(
+        rf_alloc(a, (size_t)h * 3 * sizeof(double), "error model scratch", (void **)&scratch));
     for (int64_t r = 0; r < m; r++)
         step2 += error_row(c, h, x + r * c, w1, b1, w2, b2, ref + r * c, scratch, scratch + h,
                            scratch + 2 * h, out_allow + r * c);
@@ -176,8 +176,7 @@ void rf_mlp_compare(const float *y, const float *ref, const double *allow, doubl
     r->max_ratio = worst_q > 0.0 ? worst_q : 0.0;
     r->rel_l2 = den > 0.0 ? sqrt(num / den) : sqrt(num);
     r->steps = step > 0.0 ? sqrt(num) / step : (num > 0.0 ? INFINITY : 0.0);
-    r->passed = n > 0 && r->nonfinite == 0 && r->out_of_tol == 0 &&
-                r->steps <= tol->step_fraction;
+    r->passed = n > 0 && r->nonfinite == 0 && r->out_of_tol == 0 && r->steps <= tol->step_fraction;
 }
 
 void rf_mlp_compare_describe(const rf_mlp_compare_result_t *r, int64_t channels, char *out,

@@ -390,10 +390,11 @@ static void check_replay(rf_exec_t *e, rf_mlp_buffers_t *buf, const rf_mlp_case_
     CHECK_OK(rf_timing_replay_events(e, stream, 1, &us));
     CHECK_OK(rf_stream_sync(stream));
     CHECK_OK(rf_mlp_buffers_download_y(buf, y));
-    rf_mlp_compare(y, d->ref, n, &tol, &r);
+    rf_mlp_compare(y, d->ref, d->allow, d->step, n, &tol, &r);
     rf_mlp_compare_describe(&r, d->channels, why, sizeof(why));
-    printf("cublaslt %s %lldx%lldx%lld: rel. L2 %.2e, max abs %.2e %s\n", what, (long long)d->rows,
-           (long long)d->channels, (long long)d->hidden, r.rel_l2, r.max_abs, why);
+    printf("cublaslt %s %lldx%lldx%lld: %.3f steps, rel. L2 %.2e, max abs %.2e %s\n", what,
+           (long long)d->rows, (long long)d->channels, (long long)d->hidden, r.steps, r.rel_l2,
+           r.max_abs, why);
     CHECK(r.passed);
     free(y);
 }
