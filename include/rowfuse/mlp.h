@@ -36,7 +36,7 @@ typedef struct rf_mlp_case {
     uint64_t seed;
     uint16_t *x, *w1, *w2; /* fp16 bit patterns; x NULL when rows == 0 */
     float *b1, *b2;
-    float *ref; /* [rows, channels], mixed precision; NULL when rows == 0 or not asked */
+    float *ref;    /* [rows, channels], mixed precision; NULL when rows == 0 or not asked */
     double *allow; /* [rows, channels]: the error model's per-element allowance (below) */
     double step;   /* ||ref - Y with H unrounded||_2: what the fp16 rounding of H moves
                       (+inf below RF_MLP_NORM_MIN_H H values: no norm test there) */

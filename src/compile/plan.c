@@ -35,6 +35,9 @@ static rf_status_t schedule_specs(rf_schedule_t s, int c, int h, int tm, int xpf
             rf_kernel_geometry(modes[i], c, h, tm, xpf, split, yv2, o->ring, t, &out[i]));
     for (int i = 0; i < n; i++) {
         out[i].min_blocks = o->min_blocks;
+        if (o->fault) /* the generator's spelling */
+            snprintf(out[i].fault, sizeof out[i].fault, "%s",
+                     !strcmp(o->fault, "no-barrier") ? "no_barrier" : "no_pad");
         out[i].grid_balanced = o->grid == RF_GRID_BALANCED ||
                                (o->grid == RF_GRID_AUTO && s == RF_SCHEDULE_PERSISTENT_SMEM);
     }
@@ -78,6 +81,9 @@ rf_status_t rf_compile_plan(int64_t channels, int64_t hidden, const rf_compile_o
         return RF_ERR(RF_CODE_INVALID_ARGUMENT, "tile rows must be auto, 16, 32 or 64, not %d",
                       o->tile_rows);
     RF_RETURN_IF_ERROR_PLAIN(rf_target_lookup(o->target ? o->target : "h200", &p->target));
+    if (o->fault && strcmp(o->fault, "no-barrier") && strcmp(o->fault, "no-pad"))
+        return RF_ERR(RF_CODE_INVALID_ARGUMENT,
+                      "--plant-fault must be no-barrier or no-pad, not '%s'", o->fault);
     if (o->sm_count < 0 || o->sm_count > 1024)
         return RF_ERR(RF_CODE_INVALID_ARGUMENT, "SM count %d outside 1..1024", o->sm_count);
     if (o->sm_count)
