@@ -193,6 +193,16 @@ def _median(v, mode, metric):
     return s["median"] if s else None
 
 
+def _tie(a, b, metric="span_us") -> bool:
+    """Two variants' medians are a tie when their bootstrap 95% intervals overlap
+    (BENCHMARKING.md); runs without intervals never tie."""
+    sa, sb = (v.get("graph", {}).get(metric) or {} for v in (a or {}, b or {}))
+    keys = ("median_ci_lo", "median_ci_hi")
+    if not all(k in s for k in keys for s in (sa, sb)):
+        return False
+    return sa["median_ci_lo"] <= sb["median_ci_hi"] and sb["median_ci_lo"] <= sa["median_ci_hi"]
+
+
 def render_comparison(docs, subject: str = names.SCHEDULES[0]) -> list[str]:
     """persistent-smem's GPU span over each peer's, per (host, shape), and the targets of
     BENCHMARKING.md at 49x48x96; a ratio above 1 means rowfuse loses."""
@@ -212,7 +222,10 @@ def render_comparison(docs, subject: str = names.SCHEDULES[0]) -> list[str]:
                 other = _median(by.get(n), "graph", "span_us")
                 if n in (subject, "empty") or other is None:
                     continue
-                cells.append(f"{n} {mine / other:.2f}x{' (loses)' if mine > other else ''}")
+                verdict = " (tie)" if _tie(by.get(subject), by.get(n)) else ""
+                if not verdict and mine > other:
+                    verdict = " (loses)"
+                cells.append(f"{n} {mine / other:.2f}x{verdict}")
             rows.append(f"| {doc['tool']} | {tag} | {mine:.2f} us; " + "; ".join(cells) + " |")
     if not rows:
         return []
