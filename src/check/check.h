@@ -55,7 +55,7 @@ typedef struct rf_check_result {
     double max_abs, rel_l2;
     double steps, max_ratio; /* the gated figures (rf_mlp_compare_result_t) */
     int identical;           /* replays reproduced Y bit for bit (1 when not asked) */
-    int64_t worst_index; /* element with the largest |y - ref|, -1 if none */
+    int64_t worst_index;     /* element with the largest |y - ref|, -1 if none */
     double worst_got, worst_ref;
     double replay_us; /* CUDA-event interval of the checked replay (not a benchmark) */
     char note[256];

@@ -12,6 +12,7 @@
 #include <time.h>
 
 #include "commands.h"
+#include "rowfuse/mlp.h"
 
 #ifdef RF_HAVE_BENCH
 #include "bench/c_bench.h"
