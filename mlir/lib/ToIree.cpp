@@ -26,6 +26,7 @@
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
+#include "llvm/Support/raw_ostream.h"
 
 #include "rowfuse/plan.h"
 
@@ -265,6 +266,24 @@ struct ToIreePass : rowfuse::impl::RowfuseToIreeBase<ToIreePass> {
         std::map<std::string, std::string> ptx;
         if (kernels == "extern" && !loadPtx(ptx))
             return signalPassFailure();
+        for (const auto &[name, text] : ptx) {
+            if (dumpPtx.empty())
+                break;
+            SmallString<256> path(dumpPtx);
+            llvm::sys::path::append(path, name + ".iree.ptx");
+            std::error_code ec;
+            llvm::raw_fd_ostream os(path, ec);
+            if (!ec) {
+                os << text;
+                os.close();
+                ec = os.error();
+                os.clear_error();
+            }
+            if (ec) {
+                getOperation().emitError() << "cannot write '" << path << "': " << ec.message();
+                return signalPassFailure();
+            }
+        }
         RewritePatternSet patterns(&getContext());
         patterns.add<ContractToLinalg<LinearOp>, ContractToLinalg<BiasOp>, ContractToLinalg<ReluOp>,
                      ContractToLinalg<RoundF16Op>, ContractToLinalg<ResidualAddOp>,

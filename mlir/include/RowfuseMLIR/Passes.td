@@ -55,6 +55,8 @@ def RowfuseToIree : Pass<"rowfuse-to-iree", "::mlir::ModuleOp"> {
            "extern (the package's PTX as custom dispatches) or codegen">,
     Option<"ptxDir", "ptx-dir", "std::string", /*default=*/"\"\"",
            "folder holding each kernel's PTX (a package's kernels/), for kernels=extern">,
+    Option<"dumpPtx", "dump-ptx", "std::string", /*default=*/"\"\"",
+           "also write each adapted PTX there as <name>.iree.ptx (the object's path)">,
   ];
 }
 
