@@ -40,15 +40,14 @@ bool matchMlpBlock(ReluOp root, MlpBlock &out, std::string &why) {
     Matcher m{why};
     auto add = m.expect<ResidualAddOp>(root, root.getInput(), "rowfuse.residual_add (Y's input)");
     auto bias2 = add ? m.expect<BiasOp>(add, add.getInput(), "rowfuse.bias (+ b2)") : nullptr;
-    auto lin2 = bias2 ? m.expect<LinearOp>(bias2, bias2.getInput(), "rowfuse.linear (H W2)")
-                      : nullptr;
-    auto round = lin2 ? m.expect<RoundF16Op>(lin2, lin2.getInput(), "rowfuse.round_f16 (H)")
-                      : nullptr;
+    auto lin2 =
+        bias2 ? m.expect<LinearOp>(bias2, bias2.getInput(), "rowfuse.linear (H W2)") : nullptr;
+    auto round =
+        lin2 ? m.expect<RoundF16Op>(lin2, lin2.getInput(), "rowfuse.round_f16 (H)") : nullptr;
     auto relu1 = round ? m.expect<ReluOp>(round, round.getInput(), "rowfuse.relu") : nullptr;
-    auto bias1 = relu1 ? m.expect<BiasOp>(relu1, relu1.getInput(), "rowfuse.bias (+ b1)")
-                       : nullptr;
-    auto lin1 = bias1 ? m.expect<LinearOp>(bias1, bias1.getInput(), "rowfuse.linear (X W1)")
-                      : nullptr;
+    auto bias1 = relu1 ? m.expect<BiasOp>(relu1, relu1.getInput(), "rowfuse.bias (+ b1)") : nullptr;
+    auto lin1 =
+        bias1 ? m.expect<LinearOp>(bias1, bias1.getInput(), "rowfuse.linear (X W1)") : nullptr;
     if (!lin1)
         return false;
     Value x = lin1.getInput();
@@ -113,8 +112,8 @@ static Value elementwise(OpBuilder &b, Location loc, ValueRange ins, Type result
         maps.push_back(cast<RankedTensorType>(in.getType()).getRank() == 2 ? id : col);
     maps.push_back(id);
     Value init = emptyLike(b, loc, shape, resultElement);
-    auto op = linalg::GenericOp::create(b, 
-        loc, TypeRange{RankedTensorType::get(shape, resultElement)}, ins, ValueRange{init}, maps,
+    auto op = linalg::GenericOp::create(
+        b, loc, TypeRange{RankedTensorType::get(shape, resultElement)}, ins, ValueRange{init}, maps,
         parallel(2), [&](OpBuilder &nb, Location nloc, ValueRange args) {
             linalg::YieldOp::create(nb, nloc, body(nb, nloc, args));
         });
@@ -137,14 +136,14 @@ Value buildLinear(OpBuilder &b, Location loc, Value in, Value w) {
     SmallVector<utils::IteratorType> iters = {utils::IteratorType::parallel,
                                               utils::IteratorType::parallel,
                                               utils::IteratorType::reduction};
-    auto op = linalg::GenericOp::create(b, 
-        loc, TypeRange{RankedTensorType::get({m, n}, f32)}, ValueRange{in, w}, ValueRange{acc},
+    auto op = linalg::GenericOp::create(
+        b, loc, TypeRange{RankedTensorType::get({m, n}, f32)}, ValueRange{in, w}, ValueRange{acc},
         maps, iters, [&](OpBuilder &nb, Location nloc, ValueRange args) {
             Value a = arith::ExtFOp::create(nb, nloc, nb.getF32Type(), args[0]);
             Value c = arith::ExtFOp::create(nb, nloc, nb.getF32Type(), args[1]);
             Value prod = arith::MulFOp::create(nb, nloc, a, c);
             linalg::YieldOp::create(nb, nloc,
-                                       ValueRange{arith::AddFOp::create(nb, nloc, args[2], prod)});
+                                    ValueRange{arith::AddFOp::create(nb, nloc, args[2], prod)});
         });
     return op.getResult(0);
 }

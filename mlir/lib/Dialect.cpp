@@ -185,7 +185,7 @@ LogicalResult KernelOp::verify() {
         return emitOpError() << "threads must be whole warps, not " << getThreads();
     int64_t tiles = (rows + tm - 1) / tm;
     if ((int64_t)getGrid() > tiles)
-        return emitOpError() << "grid " << getGrid() << " exceeds the " << tiles
-                             << " tiles of " << rows << " rows";
+        return emitOpError() << "grid " << getGrid() << " exceeds the " << tiles << " tiles of "
+                             << rows << " rows";
     return success();
 }

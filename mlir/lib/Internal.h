@@ -51,8 +51,8 @@ mlir::Value buildProj2(mlir::OpBuilder &b, mlir::Location loc, mlir::Value h, ml
 /// exactly one entry, its parameters are not seven pointer-bearing ones and one 32-bit
 /// row count, a struct parameter is read past its pointer, or its .reqntid differs from
 /// `threads`.
-bool adaptPtxEntry(llvm::StringRef ptx, llvm::StringRef entry, int64_t threads,
-                   std::string &out, std::string &why);
+bool adaptPtxEntry(llvm::StringRef ptx, llvm::StringRef entry, int64_t threads, std::string &out,
+                   std::string &why);
 
 } // namespace rowfuse
 

@@ -48,8 +48,8 @@ bool parseParam(llvm::StringRef text, Param &p) {
 }
 } // namespace
 
-bool adaptPtxEntry(llvm::StringRef ptx, llvm::StringRef entry, int64_t threads,
-                   std::string &out, std::string &why) {
+bool adaptPtxEntry(llvm::StringRef ptx, llvm::StringRef entry, int64_t threads, std::string &out,
+                   std::string &why) {
     static const llvm::Regex entryRe("\\.entry[ \t]+([A-Za-z0-9_$]+)[ \t]*\\(");
     llvm::SmallVector<llvm::StringRef, 2> m;
     if (!entryRe.match(ptx, &m)) {
@@ -107,8 +107,8 @@ bool adaptPtxEntry(llvm::StringRef ptx, llvm::StringRef entry, int64_t threads,
             if (end < body.size() && (llvm::isAlnum(body[end]) || body[end] == '_'))
                 continue; // a longer name
             size_t bol = body.rfind('\n', at);
-            llvm::StringRef line = body.slice(bol == llvm::StringRef::npos ? 0 : bol + 1,
-                                              body.find('\n', at));
+            llvm::StringRef line =
+                body.slice(bol == llvm::StringRef::npos ? 0 : bol + 1, body.find('\n', at));
             bool loadsPointer = (line.contains("ld.param.b64") || line.contains("ld.param.u64")) &&
                                 end < body.size() && body[end] == ']' && at > 0 &&
                                 body[at - 1] == '[';

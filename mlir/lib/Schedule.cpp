@@ -57,13 +57,12 @@ KernelOp buildKernel(PatternRewriter &rw, Location loc, const BlockPlan &bp, int
     SmallVector<StringRef> onChip;
     if (spec.mode == RF_KERNEL_FUSED_SMEM)
         onChip.push_back("h");
-    return KernelOp::create(rw, loc, resultType, inputs, buffer, rw.getStringAttr(spec.name),
-                               rw.getStringAttr(rf_kernel_mode_name(spec.mode)),
-                               rw.getI64IntegerAttr(spec.tile_rows),
-                               rw.getI64IntegerAttr(rf_kernel_spec_threads(&spec)),
-                               rw.getI64IntegerAttr(grid), rw.getI64IntegerAttr(spec.smem_bytes),
-                               rw.getI64IntegerAttr(spec.hidden_chunk), rw.getStrArrayAttr(onChip),
-                               rw.getStringAttr(rule));
+    return KernelOp::create(
+        rw, loc, resultType, inputs, buffer, rw.getStringAttr(spec.name),
+        rw.getStringAttr(rf_kernel_mode_name(spec.mode)), rw.getI64IntegerAttr(spec.tile_rows),
+        rw.getI64IntegerAttr(rf_kernel_spec_threads(&spec)), rw.getI64IntegerAttr(grid),
+        rw.getI64IntegerAttr(spec.smem_bytes), rw.getI64IntegerAttr(spec.hidden_chunk),
+        rw.getStrArrayAttr(onChip), rw.getStringAttr(rule));
 }
 
 /// The planned block at `root`, or null when `root` is not planned for `schedules`.
@@ -118,11 +117,11 @@ struct LowerToConventional : OpRewritePattern<ReluOp> {
         const MlpBlock &b = bp->block;
         const rf_plan_schedule_t &ps = bp->plan.schedules[RF_SCHEDULE_CONVENTIONAL];
         Value buffer = BufferOp::create(rw, root.getLoc(), hType(b), "h");
-        KernelOp p1 = buildKernel(rw, root.getLoc(), *bp, ps.kernel[0],
-                                  ValueRange{b.x, b.w1, b.b1}, buffer, hType(b));
-        KernelOp p2 = buildKernel(rw, root.getLoc(), *bp, ps.kernel[1],
-                                  ValueRange{b.x, p1.getResult(), b.w2, b.b2}, Value(),
-                                  root.getType());
+        KernelOp p1 = buildKernel(rw, root.getLoc(), *bp, ps.kernel[0], ValueRange{b.x, b.w1, b.b1},
+                                  buffer, hType(b));
+        KernelOp p2 =
+            buildKernel(rw, root.getLoc(), *bp, ps.kernel[1],
+                        ValueRange{b.x, p1.getResult(), b.w2, b.b2}, Value(), root.getType());
         rw.replaceOp(root, p2.getResult());
         return success();
     }

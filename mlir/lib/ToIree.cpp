@@ -42,8 +42,7 @@ namespace {
 
 // ---- contract ops -> linalg (the stock variant) ----
 
-template <typename OpT>
-struct ContractToLinalg : OpRewritePattern<OpT> {
+template <typename OpT> struct ContractToLinalg : OpRewritePattern<OpT> {
     using OpRewritePattern<OpT>::OpRewritePattern;
     LogicalResult matchAndRewrite(OpT op, PatternRewriter &rw) const override {
         rw.replaceOp(op, build(op, rw));
@@ -192,8 +191,8 @@ struct KernelToDispatchExtern : OpRewritePattern<KernelOp> {
                                       props, /*count + one target region*/ 2);
         // The workgroup count: the kernel's persistent grid, decided by the planner.
         Type device = OpaqueType::get(StringAttr::get(ctx, "hal"), "device");
-        Block *count = rw.createBlock(&ext->getRegion(0), {}, {device, rw.getIndexType()},
-                                      {loc, loc});
+        Block *count =
+            rw.createBlock(&ext->getRegion(0), {}, {device, rw.getIndexType()}, {loc, loc});
         rw.setInsertionPointToStart(count);
         Value one = arith::ConstantIndexOp::create(rw, loc, 1);
         Value grid = arith::ConstantIndexOp::create(rw, loc, k.getGrid());
@@ -285,9 +284,10 @@ struct ToIreePass : rowfuse::impl::RowfuseToIreeBase<ToIreePass> {
             }
         }
         RewritePatternSet patterns(&getContext());
-        patterns.add<ContractToLinalg<LinearOp>, ContractToLinalg<BiasOp>, ContractToLinalg<ReluOp>,
-                     ContractToLinalg<RoundF16Op>, ContractToLinalg<ResidualAddOp>,
-                     EraseUnusedBuffer>(&getContext());
+        patterns
+            .add<ContractToLinalg<LinearOp>, ContractToLinalg<BiasOp>, ContractToLinalg<ReluOp>,
+                 ContractToLinalg<RoundF16Op>, ContractToLinalg<ResidualAddOp>, EraseUnusedBuffer>(
+                &getContext());
         if (kernels == "extern")
             patterns.add<KernelToDispatchExtern>(&getContext(), ptx);
         else
