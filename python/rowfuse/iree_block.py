@@ -13,7 +13,11 @@ the plan's mixed precision (rowfuse.clib.reference) under two rules:
 - a per-element bound derived for this block, |y - ref| <= B (`derived_bound`): IREE
   and the reference differ only in the order of fp32 accumulation, in fp32 roundings of
   the bias and residual adds, and, where those move a hidden value across an fp16 rounding
-  boundary, in one fp16 ulp of that H element, which the second projection carries to Y.
+  boundary, in one fp16 ulp of that H element, which the second projection carries to Y;
+- H rounded to fp16: over the positive outputs, the median |y - ref| at most a tenth of
+  the median distance to the block with H kept unrounded (`unrounded_block`), a
+  difference the bound cannot always see. (The median ignores the few elements an fp16
+  flip moves; on 600 random inputs the ratio was over 2500 for IREE's modules.)
 
 With --model, the reference is also taken from the ONNX model itself (`rowfuse run --cpu
 --precision mixed`, $RF_BIN or build/rowfuse) and must equal the contract's reference,
@@ -73,7 +77,8 @@ def read_contract(path: str) -> dict:
 
 def _fp16_flip(v: np.ndarray, err: np.ndarray) -> np.ndarray:
     """Where two fp32 computations of v >= 0, each within err of v, may round to different
-    fp16 values, the size of that difference (one fp16 ulp); 0 elsewhere."""
+    fp16 values, a bound on that difference (2 err + one fp16 ulp); 0 where no rounding
+    boundary lies within err of v, since both then round to the same fp16 value."""
     h = v.astype(np.float16)
     lo = np.nextafter(h, np.float16(-np.inf)).astype(np.float64)
     hi = np.nextafter(h, np.float16(np.inf)).astype(np.float64)
@@ -81,7 +86,27 @@ def _fp16_flip(v: np.ndarray, err: np.ndarray) -> np.ndarray:
     # distance from v to the nearest rounding boundary (the midpoints around h)
     dist = np.minimum(v - (lo + h64) / 2.0, (h64 + hi) / 2.0 - v)
     ulp = np.maximum(hi - h64, h64 - lo)
-    return np.where(dist <= err, ulp, 0.0)
+    return np.where(dist <= err, 2.0 * err + ulp, 0.0)
+
+
+def unrounded_block(x, w1, b1, w2, b2) -> np.ndarray:
+    """The block in fp64 with H NOT rounded to fp16: what an implementation that keeps H in
+    fp32 approximates. The bound alone does not separate it from the mixed reference at
+    every shape (its differences are of the size of the fp16 flips the bound allows), so
+    `check_folder` also requires the output to be far closer to the mixed reference."""
+    x, w1, w2 = (np.asarray(a, np.float16).astype(np.float64) for a in (x, w1, w2))
+    h = np.maximum(x @ w1 + np.asarray(b1, np.float64), 0.0)
+    return np.maximum(h @ w2 + np.asarray(b2, np.float64) + x, 0.0)
+
+
+def h_rounded(y, ref, alt) -> bool:
+    """Over the positive outputs, is y at least 10x closer (median) to the mixed reference
+    than to the unrounded-H block?"""
+    pos = ref > 0
+    if not pos.any():
+        return True
+    dy = np.abs(np.asarray(y, np.float64) - ref)[pos]
+    return bool(10.0 * np.median(dy) <= np.median(np.abs(np.asarray(y, np.float64) - alt)[pos]))
 
 
 def derived_bound(x, w1, b1, w2, b2) -> np.ndarray:
@@ -93,7 +118,7 @@ def derived_bound(x, w1, b1, w2, b2) -> np.ndarray:
     # stage 1: p1 = X W1 (each side: an fp32 sum, then fp32 roundings of p1 and p1 + b1)
     p1 = x @ w1
     a1 = p1 + b1
-    e1 = 2.0 * (gamma(c) * (np.abs(x) @ np.abs(w1)) + 2.0 * U32 * (np.abs(p1) + np.abs(b1)))
+    e1 = gamma(c) * (np.abs(x) @ np.abs(w1)) + 2.0 * U32 * (np.abs(p1) + np.abs(b1))
     v = np.maximum(a1, 0.0)  # relu: 1-Lipschitz, so e1 bounds the error after it too
     dh = _fp16_flip(v, e1)  # H elements that may differ, by one fp16 ulp
     h = v.astype(np.float16).astype(np.float64)
@@ -150,9 +175,16 @@ def check_folder(folder: str, driver: str, trials: int, model: str | None = None
         bound = derived_bound(x, w["w1"], w["b1"], w["w2"], w["b2"])
         err = np.abs(y.astype(np.float64) - ref.astype(np.float64))
         worst = np.unravel_index(int(np.argmax(err / bound)), err.shape)
+        alt = unrounded_block(x, w["w1"], w["b1"], w["w2"], w["b2"])
+        pos = ref > 0  # the relu's zeros agree either way
+        med_ref = float(np.median(np.abs(y - ref)[pos])) if pos.any() else 0.0
+        med_alt = float(np.median(np.abs(y - alt)[pos])) if pos.any() else 0.0
         t = {
             "seed": seed,
             "compare": clib.compare(y, ref, channels),
+            "median_err_vs_mixed": med_ref,
+            "median_err_vs_unrounded_h": med_alt,
+            "h_rounded": h_rounded(y, ref, alt),
             "max_abs_err": float(err.max()),
             "max_err_over_bound": float((err / bound).max()),
             "bound_at_worst": float(bound[worst]),
@@ -164,7 +196,7 @@ def check_folder(folder: str, driver: str, trials: int, model: str | None = None
             t["model_ref_max_abs_diff"] = float(np.abs(mref - ref).max())
             t["model_ref_equal"] = bool(np.array_equal(mref, ref))
             ok = ok and t["model_ref_equal"]
-        ok = ok and t["compare"]["passed"] and t["within_bound"]
+        ok = ok and t["compare"]["passed"] and t["within_bound"] and t["h_rounded"]
         res["trials"].append(t)
     res["passed"] = ok
     return res
@@ -175,7 +207,9 @@ def _summary_line(r: dict) -> str:
     line = (
         f"{r['folder']}: {r['rows']}x{r['channels']}x{r['hidden']} on {r['driver']}: "
         f"rel L2 {worst['compare']['rel_l2']:.2e}, max |err| {worst['max_abs_err']:.2e} "
-        f"= {worst['max_err_over_bound']:.3f} of the derived bound"
+        f"= {worst['max_err_over_bound']:.3f} of the derived bound, median |err| "
+        f"{worst['median_err_vs_mixed']:.1e} (vs {worst['median_err_vs_unrounded_h']:.1e} "
+        f"to the unrounded-H block)"
     )
     if "model_ref_equal" in worst:
         line += ", model reference " + ("equal" if worst["model_ref_equal"] else "DIFFERS")
