@@ -157,10 +157,38 @@ def model_reference(model: str, x16: np.ndarray) -> np.ndarray:
         return np.load(yout).astype(np.float32)
 
 
-def check_folder(folder: str, driver: str, trials: int, model: str | None = None) -> dict:
-    """Runs DIR/module.vmfb on `trials` fresh inputs; both rules on each."""
+def check_output(y, x, w) -> dict:
+    """Both rules (and the H-rounding test) on one output y for input x; w: read_contract."""
     from rowfuse import clib
 
+    y = np.asarray(y, dtype=np.float32)
+    ref = reference(x, w)
+    bound = derived_bound(x, w["w1"], w["b1"], w["w2"], w["b2"])
+    err = np.abs(y.astype(np.float64) - ref.astype(np.float64))
+    worst = np.unravel_index(int(np.argmax(err / bound)), err.shape)
+    alt = unrounded_block(x, w["w1"], w["b1"], w["w2"], w["b2"])
+    pos = ref > 0  # the relu's zeros agree either way
+    t = {
+        "compare": clib.compare(y, ref, ref.shape[1]),
+        "max_abs_err": float(err.max()),
+        "max_err_over_bound": float((err / bound).max()),
+        "bound_at_worst": float(bound[worst]),
+        "bound_median": float(np.median(bound)),
+        "within_bound": bool(np.all(err <= bound) and np.all(np.isfinite(y))),
+        "median_err_vs_mixed": float(np.median(err[pos])) if pos.any() else 0.0,
+        "median_err_vs_unrounded_h": float(np.median(np.abs(y - alt)[pos])) if pos.any() else 0.0,
+        "h_rounded": h_rounded(y, ref, alt),
+    }
+    t["passed"] = t["compare"]["passed"] and t["within_bound"] and t["h_rounded"]
+    return t
+
+
+def random_rows(rows: int, channels: int, seed: int) -> np.ndarray:
+    return np.random.default_rng(seed).uniform(-1.0, 1.0, (rows, channels)).astype(np.float16)
+
+
+def check_folder(folder: str, driver: str, trials: int, model: str | None = None) -> dict:
+    """Runs DIR/module.vmfb on `trials` fresh inputs; the rules on each."""
     w = read_contract(os.path.join(folder, "contract.mlir"))
     rows, channels = w["rows"], w["channels"]
     module = load(os.path.join(folder, "module.vmfb"), driver)
@@ -169,34 +197,15 @@ def check_folder(folder: str, driver: str, trials: int, model: str | None = None
     res["trials"], ok = [], True
     for _ in range(trials):
         seed = random.SystemRandom().randrange(2**31)
-        x = np.random.default_rng(seed).uniform(-1.0, 1.0, (rows, channels)).astype(np.float16)
-        y = np.asarray(module(module.to_device(x)).to_host(), dtype=np.float32)
-        ref = reference(x, w)
-        bound = derived_bound(x, w["w1"], w["b1"], w["w2"], w["b2"])
-        err = np.abs(y.astype(np.float64) - ref.astype(np.float64))
-        worst = np.unravel_index(int(np.argmax(err / bound)), err.shape)
-        alt = unrounded_block(x, w["w1"], w["b1"], w["w2"], w["b2"])
-        pos = ref > 0  # the relu's zeros agree either way
-        med_ref = float(np.median(np.abs(y - ref)[pos])) if pos.any() else 0.0
-        med_alt = float(np.median(np.abs(y - alt)[pos])) if pos.any() else 0.0
-        t = {
-            "seed": seed,
-            "compare": clib.compare(y, ref, channels),
-            "median_err_vs_mixed": med_ref,
-            "median_err_vs_unrounded_h": med_alt,
-            "h_rounded": h_rounded(y, ref, alt),
-            "max_abs_err": float(err.max()),
-            "max_err_over_bound": float((err / bound).max()),
-            "bound_at_worst": float(bound[worst]),
-            "bound_median": float(np.median(bound)),
-            "within_bound": bool(np.all(err <= bound) and np.all(np.isfinite(y))),
-        }
+        x = random_rows(rows, channels, seed)
+        y = module(module.to_device(x)).to_host()
+        t = {"seed": seed, **check_output(y, x, w)}
         if model:
             mref = model_reference(model, x)
-            t["model_ref_max_abs_diff"] = float(np.abs(mref - ref).max())
-            t["model_ref_equal"] = bool(np.array_equal(mref, ref))
-            ok = ok and t["model_ref_equal"]
-        ok = ok and t["compare"]["passed"] and t["within_bound"] and t["h_rounded"]
+            t["model_ref_max_abs_diff"] = float(np.abs(mref - reference(x, w)).max())
+            t["model_ref_equal"] = bool(np.array_equal(mref, reference(x, w)))
+            t["passed"] = t["passed"] and t["model_ref_equal"]
+        ok = ok and t["passed"]
         res["trials"].append(t)
     res["passed"] = ok
     return res

@@ -88,3 +88,35 @@ def test_read_contract_round_trip(tmp_path, case):
     path.write_text(text.replace("%b2", "%bb"))
     with pytest.raises(ValueError, match="b2"):
         iree_block.read_contract(str(path))
+
+
+def test_gpu_table_and_per_dispatch():
+    """rowfuse.iree_gpu's summary of a run (the GPU harness itself runs on the GPU machine)."""
+    from rowfuse import iree_gpu
+
+    def v(label, host, span, kernels):
+        return {
+            "label": label,
+            "kernels": kernels,
+            "host_us": {"median": host},
+            "span_us": {"median": span},
+            "check": {"passed": True},
+        }
+
+    run = {
+        "variants": {
+            "iree-persistent-smem-streams": v("IREE persistent-smem (streams)", 30.0, 2.0, 1),
+            "iree-conventional-streams": v("IREE conventional (streams)", 36.0, 4.0, 2),
+            "rowfuse-persistent-smem-eager": v("rowfuse persistent-smem (eager)", 12.0, 1.5, 1),
+            "rowfuse-conventional-eager": v("rowfuse conventional (eager)", 15.0, 3.0, 2),
+            "iree-stock-streams": {"label": "IREE stock (streams)", "error": "boom"},
+        }
+    }
+    text = iree_gpu.table([run])
+    assert "| IREE persistent-smem (streams) | 1 | 2.00 | - | 30.00 | ok |" in text
+    assert "| IREE stock (streams) | - | - | - | - | boom |" in text
+    lines = iree_gpu.per_dispatch([run])
+    assert lines[0] == (
+        "IREE streams, host completion: 1 dispatch 30.00 us (rowfuse eager 12.00: IREE adds "
+        "+18.00 us per call); the 2nd dispatch adds +6.00 us (rowfuse eager +3.00)"
+    )
