@@ -4,6 +4,8 @@
 // names the operand and the rule, like the C verifier's (rowfuse/verify.h).
 #include "RowfuseMLIR/Dialect.h"
 
+#include "Internal.h"
+
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Interfaces/FunctionInterfaces.h"
@@ -102,6 +104,12 @@ LogicalResult RoundF16Op::verify() {
 
 // ---- rowfuse.kernel ----
 
+rf_kernel_mode_t rowfuse::kernelMode(KernelOp kernel) {
+    rf_kernel_mode_t mode = RF_KERNEL_FUSED_SMEM;
+    rf_status_free(rf_kernel_mode_parse(kernel.getFamily().str().c_str(), &mode));
+    return mode;
+}
+
 namespace {
 /// What one kernel family takes and gives (rowfuse/kernel_abi.h).
 struct FamilyShape {
@@ -168,7 +176,7 @@ LogicalResult KernelOp::verify() {
     }
     if (mode == RF_KERNEL_PROJ2) {
         auto writer = getInputs()[1].getDefiningOp<KernelOp>();
-        if (!writer || writer.getFamily() != "proj1")
+        if (!writer || kernelMode(writer) != RF_KERNEL_PROJ1)
             return emitOpError() << "proj2 reads h (operand #1) from a proj1 kernel, through "
                                     "global memory";
     }

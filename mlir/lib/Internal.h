@@ -10,6 +10,8 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/PatternMatch.h"
 
+#include "rowfuse/plan.h"
+
 namespace rowfuse {
 
 /// The residual MLP block of rowfuse's kernels, found in a row contract:
@@ -21,6 +23,10 @@ struct MlpBlock {
     llvm::SmallVector<mlir::Operation *, 8> ops; // the contract ops of the block, in order
     int64_t rows = 0, channels = 0, hidden = 0;
 };
+
+/// The kernel mode (rowfuse/plan.h) of a verified rowfuse.kernel: its family, parsed with
+/// the C name table.
+rf_kernel_mode_t kernelMode(KernelOp kernel);
 
 /// Roots of blocks: every rowfuse.relu fed by a rowfuse.residual_add.
 bool isBlockRoot(ReluOp relu);

@@ -28,8 +28,6 @@
 #include "llvm/Support/Path.h"
 #include "llvm/Support/raw_ostream.h"
 
-#include "rowfuse/plan.h"
-
 namespace rowfuse {
 #define GEN_PASS_DEF_ROWFUSETOIREE
 #include "RowfuseMLIR/Passes.h.inc"
@@ -68,12 +66,16 @@ template <typename OpT> struct ContractToLinalg : OpRewritePattern<OpT> {
 /// The kernel's computation in linalg (what each family computes, rowfuse/kernel_abi.h).
 Value kernelBody(OpBuilder &b, Location loc, KernelOp k) {
     ValueRange in = k.getInputs();
-    if (k.getFamily() == "proj1")
+    switch (kernelMode(k)) {
+    case RF_KERNEL_PROJ1:
         return buildProj1(b, loc, in[0], in[1], in[2]);
-    if (k.getFamily() == "proj2")
+    case RF_KERNEL_PROJ2:
         return buildProj2(b, loc, in[1], in[2], in[3], in[0]);
-    Value h = buildProj1(b, loc, in[0], in[1], in[2]); // fused_smem, fused_gmem
-    return buildProj2(b, loc, h, in[3], in[4], in[0]);
+    default: { // fused_smem, fused_gmem
+        Value h = buildProj1(b, loc, in[0], in[1], in[2]);
+        return buildProj2(b, loc, h, in[3], in[4], in[0]);
+    }
+    }
 }
 
 /// An unregistered operation of IREE's (generic form), its inherent attributes as
@@ -133,14 +135,16 @@ ExternSlots externSlots(PatternRewriter &rw, Location loc, KernelOp k) {
     Type phY = RankedTensorType::get({4}, Float32Type::get(ctx));
     ValueRange in = k.getInputs();
     Type t = k.getResult().getType();
-    StringRef f = k.getFamily();
-    if (f == "fused_smem")
+    switch (kernelMode(k)) {
+    case RF_KERNEL_FUSED_SMEM:
         return {{in[0], in[1], in[2], in[3], in[4]}, {phH, t}, 1};
-    if (f == "fused_gmem")
+    case RF_KERNEL_FUSED_GMEM:
         return {{in[0], in[1], in[2], in[3], in[4]}, {k.getBuffer().getType(), t}, 1};
-    if (f == "proj1")
+    case RF_KERNEL_PROJ1:
         return {{in[0], in[1], in[2], phIn(), phIn()}, {t, phY}, 0};
-    return {{in[0], phIn(), phIn(), in[2], in[3], in[1]}, {t}, 0}; // proj2
+    default: // proj2
+        return {{in[0], phIn(), phIn(), in[2], in[3], in[1]}, {t}, 0};
+    }
 }
 
 struct KernelToDispatchExtern : OpRewritePattern<KernelOp> {

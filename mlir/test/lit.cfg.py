@@ -1,8 +1,8 @@
 # lit configuration of rowfuse-opt's tests (mlir/test). Run through `make mlir`, or
 #   lit -sv build-mlir/mlir/test
-# Tools: rowfuse-opt (build-mlir/bin), FileCheck and not (LLVM 22). The feature `iree` is
-# set when the pinned iree-compile is importable; tests that hand rowfuse-opt's output to
-# it say `REQUIRES: iree` and use %iree_compile.
+# Tools: rowfuse-opt (build-mlir/bin), FileCheck and not (LLVM 22), and the pinned
+# iree-compile (pip iree-base-compiler; its absence is fatal, not a skip): tests that hand
+# rowfuse-opt's output to it say `REQUIRES: iree` and use %iree_compile.
 import os
 import shutil
 import subprocess
@@ -34,6 +34,9 @@ def _iree_compile():
 
 
 iree = _iree_compile()
+if not iree:
+    # scripts/setup.sh installs it: a missing IREE is a failure here, never a skip
+    lit_config.fatal("iree-compile not found (pip iree-base-compiler, scripts/setup.sh)")
 if iree:
     config.available_features.add("iree")
     config.substitutions.append(("%iree_compile", iree))

@@ -103,7 +103,8 @@ static rf_status_t parse(int argc, char **argv, iree_args_t *a) {
                       "cuda, or --kernels codegen");
     if (strcmp(a->schedule, "auto") && strcmp(a->schedule, "stock")) {
         rf_schedule_t s;
-        RF_RETURN_IF_ERROR_PLAIN(rf_schedule_parse(a->schedule, &s));
+        RF_RETURN_IF_ERROR(rf_schedule_parse(a->schedule, &s),
+                           "--schedule takes auto, stock or a schedule name");
     }
     return RF_OK;
 }
