@@ -157,10 +157,19 @@ def model_reference(model: str, x16: np.ndarray) -> np.ndarray:
         return np.load(yout).astype(np.float32)
 
 
-def check_output(y, x, w) -> dict:
-    """Both rules (and the H-rounding test) on one output y for input x; w: read_contract."""
+def one_comparison(y, x, w, ref) -> dict:
+    """rowfuse/mlp.h's one comparison (rowfuse.clib.compare). Newer libraries carry its error
+    model with a case (clib.case_of: the per-element allowance and the step); older ones
+    take the reference alone."""
     from rowfuse import clib
 
+    if hasattr(clib, "case_of"):
+        return clib.compare(y, clib.case_of(x, w["w1"], w["b1"], w["w2"], w["b2"]))
+    return clib.compare(y, ref, ref.shape[1])
+
+
+def check_output(y, x, w) -> dict:
+    """Both rules (and the H-rounding test) on one output y for input x; w: read_contract."""
     y = np.asarray(y, dtype=np.float32)
     ref = reference(x, w)
     bound = derived_bound(x, w["w1"], w["b1"], w["w2"], w["b2"])
@@ -169,7 +178,7 @@ def check_output(y, x, w) -> dict:
     alt = unrounded_block(x, w["w1"], w["b1"], w["w2"], w["b2"])
     pos = ref > 0  # the relu's zeros agree either way
     t = {
-        "compare": clib.compare(y, ref, ref.shape[1]),
+        "compare": one_comparison(y, x, w, ref),
         "max_abs_err": float(err.max()),
         "max_err_over_bound": float((err / bound).max()),
         "bound_at_worst": float(bound[worst]),
