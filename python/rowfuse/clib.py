@@ -28,11 +28,16 @@ class RowfuseError(RuntimeError):
 
 
 def library_path(env: str = "ROWFUSE_LIB", name: str = "librowfuse.so", sub: str = "") -> str:
-    """$env, else build*/<sub>/<name> under the repository, else the loader path."""
+    """$env, else build/<sub>/<name> (then other build*/ folders but the sanitizer one)
+    under the repository, else the loader path."""
     if os.environ.get(env):
         return os.environ[env]
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    found = sorted(glob.glob(os.path.join(root, "build*", sub, name)))
+    # build/ first: build-asan/ and build-fuzz/ hold sanitizer builds a plain Python
+    # process cannot load
+    found = [os.path.join(root, "build", sub, name)]
+    found += sorted(glob.glob(os.path.join(root, "build*", sub, name)))
+    found = [f for f in found if os.path.exists(f) and "/build-asan/" not in f]
     return found[0] if found else name
 
 
