@@ -8,10 +8,13 @@ CMAKE_FLAGS ?= -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DRF_WERROR=ON
 export PYTHONPATH := $(CURDIR)/python$(if $(PYTHONPATH),:$(PYTHONPATH))
 export RF_BIN := $(CURDIR)/$(BUILD)/rowfuse
 
-C_FILES = $(shell git ls-files '*.c' '*.h' 2>/dev/null)
-PY_DIRS = python tests kernels examples
+C_FILES = $(shell git ls-files '*.c' '*.h' 'mlir/*.cpp' 2>/dev/null)
+PY_DIRS = python tests kernels examples mlir/test
 
-.PHONY: setup build demo test unit pytest lint asan fuzz clean
+MLIR_BUILD ?= build-mlir
+LIT ?= $(firstword $(wildcard /usr/lib/llvm-22/bin/lit) lit)
+
+.PHONY: setup build demo test unit pytest lint asan fuzz mlir clean
 
 setup:
 	bash scripts/setup.sh
@@ -47,8 +50,17 @@ fuzz:
 	cmake --build build-fuzz -j $(JOBS) --target fuzz_onnx
 	bash tests/fuzz/run.sh build-fuzz/fuzz_onnx $(FUZZ_SECONDS)
 
-test: setup lint unit pytest asan fuzz
+# mlir/: rowfuse-opt against MLIR 22 (its own build folder, linking the C core), its lit
+# tests, then the example through `rowfuse iree` and IREE (tests/mlir/flow.sh).
+mlir: build
+	cmake -S . -B $(MLIR_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Release -DRF_WERROR=ON \
+	  -DRF_WITH_CUDA=OFF -DRF_WITH_MLIR=ON >/dev/null
+	cmake --build $(MLIR_BUILD) -j $(JOBS) --target rowfuse-opt
+	$(LIT) -sv $(MLIR_BUILD)/mlir/test
+	RF_MLIR_BIN_DIR=$(CURDIR)/$(MLIR_BUILD)/bin OUT=$(MLIR_BUILD)/flow bash tests/mlir/flow.sh
+
+test: setup lint unit pytest asan fuzz mlir
 	@echo "make test: all suites passed"
 
 clean:
-	rm -rf $(BUILD) build-asan build-fuzz demo-out
+	rm -rf $(BUILD) build-asan build-fuzz $(MLIR_BUILD) demo-out

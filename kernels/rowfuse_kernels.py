@@ -79,6 +79,9 @@ class Plan:
     # at the end of a tile (2 barriers per tile instead of 3)
     ring: bool = False
     min_blocks: int = 0  # > 0: ask ptxas for registers that fit this many blocks per SM
+    # tests only: "no_barrier" drops the barrier between H's store and GEMM2, "no_pad"
+    # leaves the zero padding of partial tiles unwritten
+    fault: str = ""
 
     @property
     def threads(self) -> int:
@@ -112,6 +115,7 @@ class Plan:
                 y_vec2=bool(k["y_vec2"]),
                 ring=bool(k["ring"]),
                 min_blocks=k["min_blocks"],
+                fault=k.get("fault", ""),
             )
         except KeyError as e:
             raise SpecError(f"kernel {k.get('name', '?')}: field {e} missing") from None
@@ -137,6 +141,7 @@ class MlpKernel:
         self.nbuf, self.nchunks = plan.nbuf, plan.nchunks
         self.threads = plan.threads
         self.pad = plan.smem_pad
+        self.fault = plan.fault  # a planted fault, for tests of the gates only
         self.uses_w1 = self.mode in ("fused_smem", "fused_gmem", "proj1")
         self.uses_w2 = self.mode in ("fused_smem", "fused_gmem", "proj2")
         self.xpf = plan.x_prefetch
@@ -225,7 +230,8 @@ class MlpKernel:
                         )
                         cute.copy(atom, src, dst)
                     else:
-                        dst.fill(0)
+                        if cutlass.const_expr(self.fault != "no_pad"):
+                            dst.fill(0)
         else:
             total = srows * scols
             for i in cutlass.range_constexpr((total + self.threads - 1) // self.threads):
@@ -233,10 +239,14 @@ class MlpKernel:
                 if cutlass.const_expr((i + 1) * self.threads <= total) or v < total:
                     r = v // scols
                     c = v - r * scols
-                    val = g.element_type(0)
-                    if r < nrows and c < ncols:
-                        val = g[row0 + r, col0 + c]
-                    s[r, c] = val
+                    if cutlass.const_expr(self.fault == "no_pad"):
+                        if r < nrows and c < ncols:
+                            s[r, c] = g[row0 + r, col0 + c]
+                    else:
+                        val = g.element_type(0)
+                        if r < nrows and c < ncols:
+                            val = g[row0 + r, col0 + c]
+                        s[r, c] = val
 
     @cute.jit
     def stage_vec(
@@ -558,7 +568,7 @@ class MlpKernel:
             if cutlass.const_expr(mode == "fused_smem" and self.split):
                 if first:
                     cute.arch.cp_async_wait_group(1)  # W2, b2 (not the next X)
-            if cutlass.const_expr(mode != "proj1"):
+            if cutlass.const_expr(mode != "proj1" and self.fault != "no_barrier"):
                 cute.arch.sync_threads()
         if cutlass.const_expr(self.uses_w2):
             # ---- GEMM2 chunk: accY[tm, cp] += H[tm, chunk] @ W2[chunk, cp]

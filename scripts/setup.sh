@@ -6,6 +6,8 @@ set -euo pipefail
 APT_PACKAGES=(
   cmake ninja-build pkg-config clang libclang-rt-14-dev clang-format
   protobuf-c-compiler libprotobuf-c-dev libonnx-dev libcjson-dev libcsv-dev libzip-dev
+  # mlir/ (rowfuse-opt): MLIR 22 and LLVM 22 (libMLIR.so, tablegen, lit, FileCheck, not)
+  libmlir-22-dev mlir-22-tools llvm-22-dev llvm-22-tools
 )
 PIP_PACKAGES=(
   "torch==2.15.0" "onnx==1.23.2" "onnxscript==0.7.2" "numpy>=2" "pytest>=8"

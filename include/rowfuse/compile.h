@@ -73,9 +73,10 @@ typedef struct rf_compile_options {
     int x_prefetch;       /* -1 auto (fused schedules from 1000 rows), 0, 1 */
     int y_vec2;           /* -1 auto (persistent-smem), 0, 1 */
     rf_grid_rule_t grid;
-    int ring, min_blocks;    /* experimental kernel variants (notes/kernels.md) */
-    int max_grid;            /* tests: cap blocks per launch (0 = none) */
-    const char *python;      /* interpreter for the kernel generator, e.g. "python3" */
+    int ring, min_blocks; /* experimental kernel variants (notes/kernels.md) */
+    int max_grid;         /* tests: cap blocks per launch (0 = none) */
+    const char *fault;    /* tests of the gates: "no-barrier" or "no-pad" planted (NULL = none) */
+    const char *python;   /* interpreter for the kernel generator, e.g. "python3" */
     const char *kernels_dir; /* folder holding build.py */
 } rf_compile_options_t;
 

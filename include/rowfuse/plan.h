@@ -121,6 +121,7 @@ typedef struct rf_kernel_spec {
     int y_vec2;           /* 8-byte Y stores */
     int ring;             /* 3 X / 2 H buffers, 2 barriers a tile (experimental) */
     int min_blocks;       /* ptxas launch bound, 0 = none (experimental) */
+    char fault[16];       /* tests of the gates only: a planted fault ("" = none) */
     /* facts the generator reports back (kernels.json) */
     int registers; /* per thread, from the cubin; 0 = unknown */
     /* the persistent grid, decided in C once the registers are known */

@@ -89,6 +89,9 @@ rf_status_t rf_mlp_buffers_upload(rf_mlp_buffers_t *buffers, const uint16_t *x, 
                                   const float *b1, const uint16_t *w2, const float *b2);
 /* Fills Y and H with NaN bit patterns (all bits set) on `stream`. */
 rf_status_t rf_mlp_buffers_poison(rf_mlp_buffers_t *buffers, void *stream);
+/* Fills every byte of Y and H with `byte` (0x42: the finite sentinel 48.56 in f32, 3.13 in
+ * fp16, which a kernel that skips an element leaves behind without a NaN). */
+rf_status_t rf_mlp_buffers_fill(rf_mlp_buffers_t *buffers, unsigned char byte, void *stream);
 /* Copies Y [rows*channels] f32 back to host memory (synchronizes the device). */
 rf_status_t rf_mlp_buffers_download_y(const rf_mlp_buffers_t *buffers, float *out_y);
 
@@ -138,7 +141,10 @@ typedef struct rf_variant rf_variant_t;
  * (which a plan may choose) gives the cuBLASLt variant for the package's shape. */
 rf_status_t rf_variant_create_pkg(rf_allocator_t allocator, rf_pkg_t *pkg, const char *schedule,
                                   rf_variant_t **out_variant);
-/* The cuBLASLt baseline for (channels, hidden). Allocates a workspace on the device. */
+/* The cuBLASLt baseline for (channels, hidden). Allocates a workspace on the device. The
+ * first launch for a row count (eager or captured) tunes it on the caller's buffers: the
+ * heuristic's top 8 algorithms timed, the best kept, the record in rf_variant_note; W1
+ * and b1 are then constants and must not change under the same pointers (cublaslt.c). */
 rf_status_t rf_variant_create_cublaslt(rf_allocator_t allocator, int64_t channels, int64_t hidden,
                                        rf_variant_t **out_variant);
 void rf_variant_destroy(rf_variant_t *variant);

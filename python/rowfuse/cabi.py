@@ -62,11 +62,13 @@ class MlpCase(ctypes.Structure):  # rf_mlp_case_t, rowfuse/mlp.h
         ("b1", c_ptr),
         ("b2", c_ptr),
         ("ref", c_ptr),
+        ("allow", c_ptr),
+        ("step", c_dbl),
     ]
 
 
 class Tolerance(ctypes.Structure):  # rf_mlp_tolerance_t, rowfuse/mlp.h
-    _fields_ = [("rel_l2", c_dbl), ("atol", c_dbl), ("rtol", c_dbl)]
+    _fields_ = [("step_fraction", c_dbl), ("allow_factor", c_dbl)]
 
 
 class CompareResult(ctypes.Structure):  # rf_mlp_compare_result_t, rowfuse/mlp.h
@@ -76,6 +78,8 @@ class CompareResult(ctypes.Structure):  # rf_mlp_compare_result_t, rowfuse/mlp.h
         ("out_of_tol", c_i64),
         ("max_abs", c_dbl),
         ("rel_l2", c_dbl),
+        ("steps", c_dbl),
+        ("max_ratio", c_dbl),
         ("worst_index", c_i64),
         ("worst_got", c_dbl),
         ("worst_ref", c_dbl),

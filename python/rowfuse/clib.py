@@ -28,11 +28,16 @@ class RowfuseError(RuntimeError):
 
 
 def library_path(env: str = "ROWFUSE_LIB", name: str = "librowfuse.so", sub: str = "") -> str:
-    """$env, else build*/<sub>/<name> under the repository, else the loader path."""
+    """$env, else build/<sub>/<name> (then other build*/ folders but the sanitizer one)
+    under the repository, else the loader path."""
     if os.environ.get(env):
         return os.environ[env]
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    found = sorted(glob.glob(os.path.join(root, "build*", sub, name)))
+    # build/ first: build-asan/ and build-fuzz/ hold sanitizer builds a plain Python
+    # process cannot load
+    found = [os.path.join(root, "build", sub, name)]
+    found += sorted(glob.glob(os.path.join(root, "build*", sub, name)))
+    found = [f for f in found if os.path.exists(f) and "/build-asan/" not in f]
     return found[0] if found else name
 
 
@@ -79,7 +84,7 @@ def lib():
         "rf_mlp_tolerance_default": (cabi.Tolerance, []),
         "rf_mlp_compare": (
             None,
-            [V, V, ctypes.c_size_t, P(cabi.Tolerance), P(cabi.CompareResult)],
+            [V, V, V, ctypes.c_double, ctypes.c_size_t, P(cabi.Tolerance), P(cabi.CompareResult)],
         ),
         "rf_mlp_compare_describe": (
             None,
@@ -93,6 +98,11 @@ def lib():
             + [V, V, V, V, V, P(cabi.Tensor)],
         ),
         "rf_tensor_free": (None, [cabi.Allocator, P(cabi.Tensor)]),
+        "rf_mlp_error_model": (
+            st,
+            [cabi.Allocator, ctypes.c_int64, ctypes.c_int64, ctypes.c_int64]
+            + [V, V, V, V, V, V, V, P(ctypes.c_double)],
+        ),
         "rf_bench_summarize": (
             st,
             [cabi.Allocator, V, ctypes.c_size_t, P(cabi.BenchSummary)],
@@ -116,6 +126,8 @@ class MlpCase:
     w2: np.ndarray  # [H, C] float16
     b2: np.ndarray  # [C] float32
     ref: np.ndarray | None  # [rows, C] float32, mixed precision (H rounded to fp16)
+    allow: np.ndarray | None  # [rows, C] float64: the error model's per-element allowance
+    step: float  # ||ref - Y with H unrounded||: what the fp16 rounding of H moves
     seed: int
 
 
@@ -142,6 +154,10 @@ def mlp_case(rows: int, channels: int, hidden: int, seed: int, reference: bool =
             ref=_copy(c.ref, rows * channels, np.float32).reshape(rows, channels)
             if reference
             else None,
+            allow=_copy(c.allow, rows * channels, np.float64).reshape(rows, channels)
+            if reference
+            else None,
+            step=c.step,
             seed=seed,
         )
     finally:
@@ -152,24 +168,36 @@ def tolerance() -> cabi.Tolerance:
     return lib().rf_mlp_tolerance_default()
 
 
-def compare(y: np.ndarray, ref: np.ndarray, channels: int, tol=None) -> dict:
-    """rf_mlp_compare on float32 arrays: the verdict and its figures, with a message."""
+def compare(y: np.ndarray, case: MlpCase, tol=None) -> dict:
+    """rf_mlp_compare of float32 outputs with a case's reference, allowance and step: the
+    verdict, its figures and a message."""
     y = np.ascontiguousarray(y, dtype=np.float32)
-    ref = np.ascontiguousarray(ref, dtype=np.float32)
+    ref = np.ascontiguousarray(case.ref, dtype=np.float32)
+    allow = np.ascontiguousarray(case.allow, dtype=np.float64)
     if y.size != ref.size:
         raise ValueError(f"output has {y.size} values, reference {ref.size}")
     t = tol if tol is not None else tolerance()
     r = cabi.CompareResult()
-    lib().rf_mlp_compare(y.ctypes.data, ref.ctypes.data, y.size, ctypes.byref(t), ctypes.byref(r))
+    lib().rf_mlp_compare(
+        y.ctypes.data,
+        ref.ctypes.data,
+        allow.ctypes.data,
+        case.step,
+        y.size,
+        ctypes.byref(t),
+        ctypes.byref(r),
+    )
     why = ctypes.create_string_buffer(256)
-    lib().rf_mlp_compare_describe(ctypes.byref(r), channels, why, 256)
+    lib().rf_mlp_compare_describe(ctypes.byref(r), ref.shape[-1], why, 256)
     return {
         "passed": bool(r.passed),
         "nonfinite": r.nonfinite,
         "out_of_tol": r.out_of_tol,
         "rel_l2": r.rel_l2,
+        "steps": r.steps,
+        "max_allow_ratio": r.max_ratio,
         "max_abs": r.max_abs,
-        "tol": {"rel_l2": t.rel_l2, "atol": t.atol, "rtol": t.rtol},
+        "tol": {"step_fraction": t.step_fraction, "allow_factor": t.allow_factor},
         "message": why.value.decode(),
     }
 
@@ -221,6 +249,22 @@ def summarize(values) -> dict:
     d = {k: getattr(out, k) for k, _ in cabi.BenchSummary._fields_}
     d["median_ci_lo"], d["median_ci_hi"] = d.pop("median_lo"), d.pop("median_hi")
     return d
+
+
+def case_of(x, w1, b1, w2, b2) -> MlpCase:
+    """A case for given inputs and weights (fp16 X, W1, W2; f32 biases): the mixed
+    reference (rf_mlp_reference) and the error model (rf_mlp_error_model) for them."""
+    x, w1, w2 = (np.ascontiguousarray(a, dtype=np.float16) for a in (x, w1, w2))
+    b1, b2 = (np.ascontiguousarray(a, dtype=np.float32) for a in (b1, b2))
+    ref = np.ascontiguousarray(reference(x, w1, b1, w2, b2, mixed=True), dtype=np.float32)
+    (m, c), h = x.shape, w1.shape[1]
+    allow, step = np.empty((m, c), dtype=np.float64), ctypes.c_double()
+    ptrs = [a.ctypes.data for a in (x, w1, b1, w2, b2, ref, allow)]
+    check(
+        lib().rf_mlp_error_model(lib().rf_allocator_system(), m, c, h, *ptrs, ctypes.byref(step)),
+        "the error model",
+    )
+    return MlpCase(x, w1, b1, w2, b2, ref, allow, step.value, seed=-1)
 
 
 def weights_hash(w1, b1, w2, b2) -> str:

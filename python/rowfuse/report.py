@@ -159,6 +159,7 @@ def render_markdown(docs) -> str:
     lines.extend(render_span_summary(docs))
     lines.extend(render_comparison(docs))
     lines.extend(render_scheduler(docs))
+    lines.extend(render_tuning(docs))
     return "\n".join(lines) + "\n"
 
 
@@ -192,6 +193,16 @@ def _median(v, mode, metric):
     return s["median"] if s else None
 
 
+def _tie(a, b, metric="span_us") -> bool:
+    """Two variants' medians are a tie when their bootstrap 95% intervals overlap
+    (BENCHMARKING.md); runs without intervals never tie."""
+    sa, sb = (v.get("graph", {}).get(metric) or {} for v in (a or {}, b or {}))
+    keys = ("median_ci_lo", "median_ci_hi")
+    if not all(k in s for k in keys for s in (sa, sb)):
+        return False
+    return sa["median_ci_lo"] <= sb["median_ci_hi"] and sb["median_ci_lo"] <= sa["median_ci_hi"]
+
+
 def render_comparison(docs, subject: str = names.SCHEDULES[0]) -> list[str]:
     """persistent-smem's GPU span over each peer's, per (host, shape), and the targets of
     BENCHMARKING.md at 49x48x96; a ratio above 1 means rowfuse loses."""
@@ -211,7 +222,10 @@ def render_comparison(docs, subject: str = names.SCHEDULES[0]) -> list[str]:
                 other = _median(by.get(n), "graph", "span_us")
                 if n in (subject, "empty") or other is None:
                     continue
-                cells.append(f"{n} {mine / other:.2f}x{' (loses)' if mine > other else ''}")
+                verdict = " (tie)" if _tie(by.get(subject), by.get(n)) else ""
+                if not verdict and mine > other:
+                    verdict = " (loses)"
+                cells.append(f"{n} {mine / other:.2f}x{verdict}")
             rows.append(f"| {doc['tool']} | {tag} | {mine:.2f} us; " + "; ".join(cells) + " |")
     if not rows:
         return []
@@ -279,6 +293,46 @@ def render_scheduler(docs) -> list[str]:
         )
     out.append("")
     return out
+
+
+def _tuning_line(v) -> str | None:
+    """One line on how a peer was tuned: Triton's chosen configuration, torch.compile's two
+    compiles, cuBLASLt's note; None for a variant with nothing to say."""
+    t = v.get("tuning")
+    if v["name"] == "triton-fused" and isinstance(t, dict) and "chosen_label" in t:
+        dflt = t.get("default_us")
+        return (
+            f"{t['chosen_label']} {t['chosen_us']:.2f} us, fastest of {t['timed']} timed "
+            f"({t['space']} in the space, {len(t.get('failed', []))} failed"
+            + (f"; untuned default {dflt:.2f} us" if dflt is not None else "")
+            + f"; {t.get('tune_s', '?')} s)"
+        )
+    if v["name"] == "torch-compile" and isinstance(t, dict) and "compiles" in t:
+        runs = ", ".join(
+            f"#{i + 1}: {r['compile_s']} s, "
+            + (f"{r['graph_us']:.2f} us/call" if "graph_us" in r else r.get("error", "failed"))
+            for i, r in enumerate(t["compiles"])
+        )
+        kept = f"; kept #{t['chosen'] + 1}" if "chosen" in t else ""
+        spread = f", spread {t['spread']}" if t.get("spread") else ""
+        return f"{t.get('mode', '?')}: {runs}{kept}{spread}"
+    if v["name"] == "cublaslt" and v.get("note"):
+        return v["note"]
+    return None
+
+
+def render_tuning(docs) -> list[str]:
+    """How each tuned peer was tuned, per shape (the runs' "tuning" fields and notes)."""
+    out = []
+    for doc in docs:
+        for run in doc["runs"]:
+            for v in _sorted_variants(run["variants"]):
+                line = _tuning_line(v)
+                if line:
+                    out.append(f"- {shape_tag(run['shape'])}, {v.get('label', v['name'])}: {line}")
+    if not out:
+        return []
+    return ["## Peer tuning", "", *out, ""]
 
 
 def series(docs, metric: str):

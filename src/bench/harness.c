@@ -3,6 +3,8 @@
 #define _POSIX_C_SOURCE 200809L
 #include "bench/harness.h"
 
+#include "rowfuse/rng.h"
+
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -38,16 +40,29 @@ static rf_status_t rf_bench_observe(rf_bench_enqueue_fn fn, void *ctx, cudaStrea
     return RF_OK;
 }
 
-/* rounds x obs observations of every item, interleaved; the item order rotates by one
- * each round. eager selects the eager enqueue (items without one are skipped). */
+/* rounds x obs observations of every item, interleaved; within each round the items run
+ * in a seeded random order (Fisher-Yates, rowfuse/rng.h), drawn anew for every pass.
+ * eager selects the eager enqueue (items without one are skipped). */
 static rf_status_t rf_bench_interleave(const rf_bench_options_t *o, const rf_bench_item_t *items,
                                        int n, int eager, cudaStream_t s, cudaEvent_t e0,
                                        cudaEvent_t e1, double *ev, double *host) {
     size_t per = (size_t)o->rounds * (size_t)o->observations;
+    int order[64];
+    rf_rng_t rng;
+    rf_rng_seed(&rng, 0xbe4c4ull + (uint64_t)eager);
+    if (n > 64)
+        return RF_ERR(RF_CODE_INVALID_ARGUMENT, "at most 64 items are interleaved, not %d", n);
     for (int r = 0; r < o->rounds; r++)
-        for (int k = 0; k < o->observations; k++)
+        for (int k = 0; k < o->observations; k++) {
+            for (int j = 0; j < n; j++)
+                order[j] = j;
+            for (int j = n - 1; j > 0; j--) {
+                int pick = (int)(rf_rng_next(&rng) % (uint64_t)(j + 1)), t = order[j];
+                order[j] = order[pick];
+                order[pick] = t;
+            }
             for (int j = 0; j < n; j++) {
-                int i = (j + r) % n;
+                int i = order[j];
                 const rf_bench_item_t *it = &items[i];
                 rf_bench_enqueue_fn fn = eager ? it->eager : it->replay;
                 void *ctx = eager ? it->eager_ctx : it->replay_ctx;
@@ -58,6 +73,7 @@ static rf_status_t rf_bench_interleave(const rf_bench_options_t *o, const rf_ben
                                    "%s %s observation %d of round %d", it->name,
                                    eager ? "eager" : "graph", k, r);
             }
+        }
     return RF_OK;
 }
 

@@ -12,6 +12,7 @@
 #include <time.h>
 
 #include "commands.h"
+#include "rowfuse/mlp.h"
 
 #ifdef RF_HAVE_BENCH
 #include "bench/c_bench.h"
@@ -46,7 +47,7 @@ int rf_cmd_bench(int argc, char **argv) {
     const char *pkg = NULL, *out_path = NULL, *git = NULL;
     int c_host = 0;
     long long rows = 0, seed = -1, rounds = 5, obs = 200;
-    double tol = rf_mlp_tolerance_default().rel_l2;
+    double tol = rf_mlp_tolerance_default().step_fraction;
     for (int i = 0; i < argc; i++) {
         const char *a = argv[i];
         const char *val = i + 1 < argc ? argv[i + 1] : NULL;
@@ -103,7 +104,7 @@ int rf_cmd_bench(int argc, char **argv) {
     o.seed = seed >= 0 ? (uint64_t)seed : (uint64_t)time(NULL) ^ ((uint64_t)clock() << 20);
     o.timing.rounds = (int)rounds;
     o.timing.observations = (int)obs;
-    o.tol.rel_l2 = tol;
+    o.tol.step_fraction = tol;
     o.git_revision = git ? git : getenv("ROWFUSE_GIT_REV");
     o.progress = rf_bench_progress;
     FILE *f = out_path ? fopen(out_path, "w") : stdout;

@@ -19,7 +19,8 @@
     "usage: rowfuse compile (MODEL.onnx | --mlp ROWSxCHANNELSxHIDDEN [--seed S]) [--rows N] "      \
     "[--schedule auto|NAME] [--tile-rows auto|16|32|64] [--target h200|h100-sxm|h100-pcie] "       \
     "[--sms N] [--x-prefetch auto|on|off] [--y-vec2 auto|on|off] "                                 \
-    "[--grid auto|smem|regs|balanced] [--ring] [--min-blocks N] [--max-grid N] -o PKGDIR"
+    "[--grid auto|smem|regs|balanced] [--ring] [--min-blocks N] [--max-grid N] "                   \
+    "[--plant-fault no-barrier|no-pad (tests of the gates)] -o PKGDIR"
 
 typedef struct compile_args {
     const char *model, *mlp;
@@ -78,6 +79,8 @@ static int parse_option(compile_args_t *c, const char *a, const char *v) {
         ok = parse_grid(v, &o->grid);
     else if (!strcmp(a, "--min-blocks"))
         ok = parse_int(v, 0, 32, &n), o->min_blocks = (int)n;
+    else if (!strcmp(a, "--plant-fault"))
+        o->fault = v;
     else if (!strcmp(a, "--max-grid"))
         ok = parse_int(v, 0, 1 << 30, &n), o->max_grid = (int)n;
     else if (!strcmp(a, "-o") || !strcmp(a, "--output"))

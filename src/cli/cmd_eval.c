@@ -213,26 +213,14 @@ static rf_status_t rf_eval_write_outputs(const char *dir, const rf_eval_report_t
 
 /* Runs `python -m rowfuse.eval_plot DIR/eval.json -o DIR` with our python/ on PYTHONPATH. */
 static rf_status_t rf_eval_plot(const char *dir) {
-    char pydir[4096], json[4096];
+    char json[4096], *args[7];
     RF_RETURN_IF_ERROR_PLAIN(
-        rf_cli_find_dir("RF_PYTHON_DIR", "python", "rowfuse/eval_plot.py", pydir, sizeof pydir));
-    const char *old = getenv("PYTHONPATH");
-    size_t need = strlen(pydir) + (old ? strlen(old) + 1 : 0) + 1;
-    char *path = malloc(need);
-    if (!path)
-        return RF_ERR(RF_CODE_OUT_OF_MEMORY, "PYTHONPATH");
-    snprintf(path, need, "%s%s%s", pydir, old && old[0] ? ":" : "", old ? old : "");
-    setenv("PYTHONPATH", path, 1);
-    free(path);
+        rf_cli_python_module("rowfuse.eval_plot", "rowfuse/eval_plot.py", args));
     snprintf(json, sizeof json, "%s/eval.json", dir);
-    const char *py = getenv("RF_PYTHON");
-    char *args[] = {(char *)(py && py[0] ? py : "python3"),
-                    "-m",
-                    "rowfuse.eval_plot",
-                    json,
-                    "-o",
-                    (char *)dir,
-                    NULL};
+    args[3] = json;
+    args[4] = "-o";
+    args[5] = (char *)dir;
+    args[6] = NULL;
     return rf_status_annotate(rf_tool_run(args, "plotter"), "the plot (pass --no-plot to skip it)");
 }
 

@@ -18,26 +18,11 @@ int rf_cmd_lab(int argc, char **argv) {
         return rf_cli_report("lab", RF_ERR(RF_CODE_INVALID_ARGUMENT,
                                            "usage: rowfuse lab MODEL -o DIR [--targets T,...] "
                                            "[--cuda-target SM] [--no-check]"));
-    char pydir[4096];
-    rf_status_t st =
-        rf_cli_find_dir("RF_PYTHON_DIR", "python", "rowfuse/lab/__main__.py", pydir, sizeof pydir);
+    char *args[RF_LAB_MAX_ARGS];
+    int n = 3;
+    rf_status_t st = rf_cli_python_module("rowfuse.lab", "rowfuse/lab/__main__.py", args);
     if (st)
         return rf_cli_report("lab", st);
-    const char *old = getenv("PYTHONPATH");
-    size_t need = strlen(pydir) + (old ? strlen(old) + 1 : 0) + 1;
-    char *path = malloc(need);
-    if (!path)
-        return rf_cli_report("lab", RF_ERR(RF_CODE_OUT_OF_MEMORY, "PYTHONPATH"));
-    snprintf(path, need, "%s%s%s", pydir, old && old[0] ? ":" : "", old ? old : "");
-    setenv("PYTHONPATH", path, 1);
-    free(path);
-
-    char *args[RF_LAB_MAX_ARGS];
-    int n = 0;
-    const char *py = getenv("RF_PYTHON");
-    args[n++] = (char *)(py && py[0] ? py : "python3");
-    args[n++] = "-m";
-    args[n++] = "rowfuse.lab";
     for (int i = 0; i < argc; i++)
         args[n++] = argv[i];
     args[n] = NULL;

@@ -19,6 +19,7 @@ int rf_cmd_report(int argc, char **argv);
 int rf_cmd_schedule(int argc, char **argv);
 int rf_cmd_eval(int argc, char **argv);
 int rf_cmd_lab(int argc, char **argv);
+int rf_cmd_iree(int argc, char **argv);
 
 /* Prints "rowfuse <cmd>: <code>: <message>" to stderr and frees the status. Returns the
  * exit status for it: 1 for a rejected graph (row violation, unsupported op, shape

@@ -27,6 +27,9 @@ static const rf_cli_command_t rf_commands[] = {
     {"report", rf_cmd_report, "report RUN.json... -o DIR [--no-plot]"},
     {"eval", rf_cmd_eval, "eval --model M.onnx --data D.csv|D.npz --features COLS --label COL ..."},
     {"lab", rf_cmd_lab, "lab MODEL -o DIR [--targets llvm-cpu,cuda] [--no-check]"},
+    {"iree", rf_cmd_iree,
+     "iree (MODEL.onnx | --mlp ROWSxCxH) [--schedule auto|NAME|stock] [--device llvm-cpu|cuda] "
+     "[--kernels extern|codegen] -o DIR"},
 };
 
 static void rf_usage(FILE *f) {

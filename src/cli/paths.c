@@ -46,3 +46,22 @@ rf_status_t rf_cli_find_dir(const char *env, const char *subdir, const char *pro
     return RF_ERR(RF_CODE_NOT_FOUND, "cannot find %s/%s next to rowfuse; set %s", subdir, probe,
                   env);
 }
+
+rf_status_t rf_cli_python_module(const char *module, const char *probe, char **args) {
+    char pydir[4096];
+    RF_RETURN_IF_ERROR_PLAIN(
+        rf_cli_find_dir("RF_PYTHON_DIR", "python", probe, pydir, sizeof pydir));
+    const char *old = getenv("PYTHONPATH");
+    size_t need = strlen(pydir) + (old ? strlen(old) + 1 : 0) + 1;
+    char *path = malloc(need);
+    if (!path)
+        return RF_ERR(RF_CODE_OUT_OF_MEMORY, "PYTHONPATH");
+    snprintf(path, need, "%s%s%s", pydir, old && old[0] ? ":" : "", old ? old : "");
+    setenv("PYTHONPATH", path, 1);
+    free(path);
+    const char *py = getenv("RF_PYTHON");
+    args[0] = (char *)(py && py[0] ? py : "python3");
+    args[1] = "-m";
+    args[2] = (char *)module;
+    return RF_OK;
+}

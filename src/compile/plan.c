@@ -42,6 +42,9 @@ static rf_status_t schedule_specs(rf_schedule_t s, int c, int h, int tm, int xpf
             rf_kernel_geometry(modes[i], c, h, tm, xpf, split, yv2, o->ring, t, &out[i]));
     for (int i = 0; i < n; i++) {
         out[i].min_blocks = o->min_blocks;
+        if (o->fault) /* the generator's spelling */
+            snprintf(out[i].fault, sizeof out[i].fault, "%s",
+                     !strcmp(o->fault, "no-barrier") ? "no_barrier" : "no_pad");
         out[i].grid_balanced = o->grid == RF_GRID_BALANCED ||
                                (o->grid == RF_GRID_AUTO && rf_schedule_grid_balanced(s));
     }
@@ -61,6 +64,11 @@ static rf_status_t schedule_tiling(rf_schedule_t s, int64_t rows, int c, int h,
     rf_status_t st = RF_OK;
     if (s == RF_SCHEDULE_PERSISTENT_WGMMA) {
         /* its own tiles (64 or 128 rows); --tile-rows 64 forces 64, 16 and 32 do not apply */
+        if (o->fault)
+            return RF_ERR(RF_CODE_UNSUPPORTED,
+                          "fused_wgmma has no planted-fault variant (--plant-fault %s is for "
+                          "the mma.sync kernels)",
+                          o->fault);
         RF_RETURN_IF_ERROR_PLAIN(
             rf_kernel_geometry_hopper(c, h, rows, o->tile_rows == 64 ? 64 : 0, t, &out[0]));
         out[0].grid_balanced = o->grid == RF_GRID_BALANCED ||
@@ -94,6 +102,9 @@ rf_status_t rf_compile_plan(int64_t channels, int64_t hidden, const rf_compile_o
         return RF_ERR(RF_CODE_INVALID_ARGUMENT, "tile rows must be auto, 16, 32 or 64, not %d",
                       o->tile_rows);
     RF_RETURN_IF_ERROR_PLAIN(rf_target_lookup(o->target ? o->target : "h200", &p->target));
+    if (o->fault && strcmp(o->fault, "no-barrier") && strcmp(o->fault, "no-pad"))
+        return RF_ERR(RF_CODE_INVALID_ARGUMENT,
+                      "--plant-fault must be no-barrier or no-pad, not '%s'", o->fault);
     if (o->sm_count < 0 || o->sm_count > 1024)
         return RF_ERR(RF_CODE_INVALID_ARGUMENT, "SM count %d outside 1..1024", o->sm_count);
     if (o->sm_count)

@@ -107,25 +107,16 @@ static rf_status_t rf_subgraph(rf_allocator_t a, const rf_graph_t *g, const unsi
 }
 
 /* Copies the weights (block indices are the model's) into the package layout. */
+/* The block's weights in the kernels' layout (rf_mlp_weights_from_graph, the compiler's
+ * own extraction), moved into the eval block. */
 static rf_status_t rf_block_weights(rf_allocator_t a, const rf_graph_t *g, const rf_mlp_block_t *b,
                                     rf_eval_block_t *out) {
-    int64_t C = b->channels, H = b->hidden;
-    RF_RETURN_IF_ERROR_PLAIN(rf_alloc(a, (size_t)(C * H) * 2, "W1", (void **)&out->w1));
-    RF_RETURN_IF_ERROR_PLAIN(rf_alloc(a, (size_t)(C * H) * 2, "W2", (void **)&out->w2));
-    RF_RETURN_IF_ERROR_PLAIN(rf_alloc(a, (size_t)H * 4, "b1", (void **)&out->b1));
-    RF_RETURN_IF_ERROR_PLAIN(rf_alloc(a, (size_t)C * 4, "b2", (void **)&out->b2));
-    const rf_value_t *w1 = rf_graph_value(g, b->w1), *w2 = rf_graph_value(g, b->w2);
-    for (int64_t c = 0; c < C; c++)
-        for (int64_t h = 0; h < H; h++) {
-            double v1 = rf_value_get_f64(w1, b->w1_trans ? h * C + c : c * H + h);
-            double v2 = rf_value_get_f64(w2, b->w2_trans ? c * H + h : h * C + c);
-            out->w1[c * H + h] = rf_f32_to_f16((float)v1);
-            out->w2[h * C + c] = rf_f32_to_f16((float)v2);
-        }
-    for (int64_t h = 0; h < H; h++)
-        out->b1[h] = (float)rf_value_get_f64(rf_graph_value(g, b->b1), h);
-    for (int64_t c = 0; c < C; c++)
-        out->b2[c] = (float)rf_value_get_f64(rf_graph_value(g, b->b2), c);
+    rf_mlp_weights_t w;
+    RF_RETURN_IF_ERROR_PLAIN(rf_mlp_weights_from_graph(a, g, b, &w));
+    out->w1 = w.w1;
+    out->w2 = w.w2;
+    out->b1 = w.b1;
+    out->b2 = w.b2;
     return RF_OK;
 }
 

@@ -13,6 +13,7 @@ void rf_mlp_case_free(rf_allocator_t a, rf_mlp_case_t *k) {
     rf_free(a, k->b1);
     rf_free(a, k->b2);
     rf_free(a, k->ref);
+    rf_free(a, k->allow);
     memset(k, 0, sizeof(*k));
 }
 
@@ -51,7 +52,9 @@ rf_status_t rf_mlp_case_create(rf_allocator_t a, int64_t m, int64_t c, int64_t h
         (st = rf_alloc(a, (size_t)c * 4, "b2", (void **)&k->b2)) ||
         (m > 0 && (st = rf_alloc(a, (size_t)(m * c) * 2, "X", (void **)&k->x))) ||
         (m > 0 && with_reference &&
-         (st = rf_alloc(a, (size_t)(m * c) * 4, "reference Y", (void **)&k->ref)))) {
+         (st = rf_alloc(a, (size_t)(m * c) * 4, "reference Y", (void **)&k->ref))) ||
+        (m > 0 && with_reference &&
+         (st = rf_alloc(a, (size_t)(m * c) * 8, "error allowance", (void **)&k->allow)))) {
         rf_mlp_case_free(a, k);
         return st;
     }
@@ -62,23 +65,95 @@ rf_status_t rf_mlp_case_create(rf_allocator_t a, int64_t m, int64_t c, int64_t h
     rf_rng_fill_f32(&r, 0.5, k->b2, (size_t)c);
     if (m > 0)
         rf_rng_fill_f16(&r, 1.0, k->x, (size_t)(m * c));
-    if (k->ref && (st = case_reference(a, k)) != RF_OK)
+    if (k->ref && (st = case_reference(a, k)) == RF_OK)
+        st = rf_mlp_error_model(a, m, c, h, k->x, k->w1, k->b1, k->w2, k->b2, k->ref, k->allow,
+                                &k->step);
+    if (st)
         rf_mlp_case_free(a, k);
     return st;
 }
 
+#define RF_U32 (1.0 / 16777216.0) /* fp32 unit roundoff 2^-24 */
+/* The factor on the accumulation bound K' u32: 2 covers the tensor cores' truncating
+ * alignment in theory; the H200 kernels reached 0.99 of the allowance with 2 (run 7), so
+ * 4 leaves a margin the data showed was needed. */
+#define RF_ACC_FACTOR 4.0
+
+static double f16_of(double v) {
+    return (double)rf_f16_to_f32(rf_f32_to_f16((float)v));
+}
+
+/* H as the mixed reference computes it (sum rounded to fp32, ReLU, fp16), and how far an
+ * fp32 accumulation error of at most delta could move it (0 when no rounding boundary is
+ * within delta of the pre-activation). */
+static double h_step(double p, double delta, double *out_h) {
+    double h = f16_of(fmax((double)(float)p, 0.0));
+    double lo = f16_of(fmax(p - delta, 0.0)), hi = f16_of(fmax(p + delta, 0.0));
+    *out_h = h;
+    return fmax(fabs(hi - h), fabs(h - lo));
+}
+
+/* One row: the allowance of each output and its squared distance to the unrounded-H
+ * output; hq, dh, hfree are scratch of `hidden` doubles. */
+static double error_row(int64_t c, int64_t h, const uint16_t *x, const uint16_t *w1,
+                        const float *b1, const uint16_t *w2, const float *b2, const float *ref,
+                        double *hq, double *dh, double *hfree, double *allow) {
+    double step2 = 0.0;
+    for (int64_t j = 0; j < h; j++) {
+        double p = b1[j], mag = fabs(b1[j]);
+        for (int64_t i = 0; i < c; i++) {
+            double t = (double)rf_f16_to_f32(x[i]) * rf_f16_to_f32(w1[i * h + j]);
+            p += t;
+            mag += fabs(t);
+        }
+        dh[j] = h_step(p, RF_ACC_FACTOR * (double)((c + 15) / 16 + 1) * RF_U32 * mag, &hq[j]);
+        hfree[j] = fmax(p, 0.0);
+    }
+    for (int64_t k = 0; k < c; k++) {
+        double xk = rf_f16_to_f32(x[k]), flip = 0.0, mag = fabs(b2[k]) + fabs(xk);
+        double yfree = b2[k] + xk;
+        for (int64_t j = 0; j < h; j++) {
+            double w = rf_f16_to_f32(w2[j * c + k]);
+            flip += dh[j] * fabs(w);
+            mag += fabs(hq[j] * w);
+            yfree += hfree[j] * w;
+        }
+        allow[k] = flip + RF_ACC_FACTOR * (double)((h + 15) / 16 + 2) * RF_U32 * mag + 1e-30;
+        double d = (double)ref[k] - fmax(yfree, 0.0);
+        step2 += d * d;
+    }
+    return step2;
+}
+
+rf_status_t rf_mlp_error_model(rf_allocator_t a, int64_t m, int64_t c, int64_t h, const uint16_t *x,
+                               const uint16_t *w1, const float *b1, const uint16_t *w2,
+                               const float *b2, const float *ref, double *out_allow,
+                               double *out_step) {
+    double *scratch = NULL, step2 = 0.0;
+    RF_RETURN_IF_ERROR_PLAIN(
+        rf_alloc(a, (size_t)h * 3 * sizeof(double), "error model scratch", (void **)&scratch));
+    for (int64_t r = 0; r < m; r++)
+        step2 += error_row(c, h, x + r * c, w1, b1, w2, b2, ref + r * c, scratch, scratch + h,
+                           scratch + 2 * h, out_allow + r * c);
+    rf_free(a, scratch);
+    /* The norm test is a statistic of boundary crossings: with fewer H values than this one
+     * crossing can be a large part of the step, so only the per-element test applies. */
+    *out_step = m * h >= RF_MLP_NORM_MIN_H ? sqrt(step2) : INFINITY;
+    return RF_OK;
+}
+
 rf_mlp_tolerance_t rf_mlp_tolerance_default(void) {
-    rf_mlp_tolerance_t t = {1e-3, 1e-2, 1e-2};
+    rf_mlp_tolerance_t t = {0.3, 1.0};
     return t;
 }
 
-void rf_mlp_compare(const float *y, const float *ref, size_t n, const rf_mlp_tolerance_t *tol,
-                    rf_mlp_compare_result_t *r) {
-    double num = 0.0, den = 0.0, worst_d = -1.0;
+void rf_mlp_compare(const float *y, const float *ref, const double *allow, double step, size_t n,
+                    const rf_mlp_tolerance_t *tol, rf_mlp_compare_result_t *r) {
+    double num = 0.0, den = 0.0, worst_q = -1.0;
     int64_t first_bad = -1, worst = -1;
     memset(r, 0, sizeof(*r));
     for (size_t i = 0; i < n; i++) {
-        double got = y[i], want = ref[i], d;
+        double got = y[i], want = ref[i], d, q;
         den += want * want;
         if (!isfinite(got) || !isfinite(want)) {
             if (first_bad < 0)
@@ -87,11 +162,13 @@ void rf_mlp_compare(const float *y, const float *ref, size_t n, const rf_mlp_tol
             continue;
         }
         d = fabs(got - want);
+        q = d / allow[i];
         num += d * d;
-        if (d > tol->atol + tol->rtol * fabs(want))
+        r->max_abs = d > r->max_abs ? d : r->max_abs;
+        if (q > tol->allow_factor)
             r->out_of_tol++;
-        if (d > worst_d) {
-            worst_d = d;
+        if (q > worst_q) {
+            worst_q = q;
             worst = (int64_t)i;
         }
     }
@@ -100,9 +177,10 @@ void rf_mlp_compare(const float *y, const float *ref, size_t n, const rf_mlp_tol
         r->worst_got = y[r->worst_index];
         r->worst_ref = ref[r->worst_index];
     }
-    r->max_abs = worst_d > 0.0 ? worst_d : 0.0;
+    r->max_ratio = worst_q > 0.0 ? worst_q : 0.0;
     r->rel_l2 = den > 0.0 ? sqrt(num / den) : sqrt(num);
-    r->passed = n > 0 && r->nonfinite == 0 && r->out_of_tol == 0 && r->rel_l2 <= tol->rel_l2;
+    r->steps = step > 0.0 ? sqrt(num) / step : (num > 0.0 ? INFINITY : 0.0);
+    r->passed = n > 0 && r->nonfinite == 0 && r->out_of_tol == 0 && r->steps <= tol->step_fraction;
 }
 
 void rf_mlp_compare_describe(const rf_mlp_compare_result_t *r, int64_t channels, char *out,
@@ -117,9 +195,9 @@ void rf_mlp_compare_describe(const rf_mlp_compare_result_t *r, int64_t channels,
         return;
     }
     snprintf(out, size,
-             "%lld non-finite, %lld out of tolerance, rel. L2 %.3g; %s at [%lld, %lld]: got %.6g, "
-             "want %.6g",
-             (long long)r->nonfinite, (long long)r->out_of_tol, r->rel_l2,
-             r->nonfinite ? "first non-finite" : "largest error", (long long)(i / c),
+             "%lld non-finite, %lld over their allowance (worst %.3g x), %.3g steps from the "
+             "reference (rel. L2 %.3g); %s at [%lld, %lld]: got %.6g, want %.6g",
+             (long long)r->nonfinite, (long long)r->out_of_tol, r->max_ratio, r->steps, r->rel_l2,
+             r->nonfinite ? "first non-finite" : "worst element", (long long)(i / c),
              (long long)(i % c), r->worst_got, r->worst_ref);
 }

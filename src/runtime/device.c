@@ -194,11 +194,15 @@ rf_status_t rf_mlp_buffers_upload(rf_mlp_buffers_t *b, const uint16_t *x, const 
     return RF_OK;
 }
 
-rf_status_t rf_mlp_buffers_poison(rf_mlp_buffers_t *b, void *stream) {
+rf_status_t rf_mlp_buffers_fill(rf_mlp_buffers_t *b, unsigned char byte, void *stream) {
     cudaStream_t s = (cudaStream_t)stream;
-    RF_CUDA(cudaMemsetAsync(b->args.y, 0xFF, (size_t)(b->rows * b->channels) * 4, s));
-    RF_CUDA(cudaMemsetAsync(b->args.h, 0xFF, (size_t)(b->rows * b->hidden) * 2, s));
+    RF_CUDA(cudaMemsetAsync(b->args.y, byte, (size_t)(b->rows * b->channels) * 4, s));
+    RF_CUDA(cudaMemsetAsync(b->args.h, byte, (size_t)(b->rows * b->hidden) * 2, s));
     return RF_OK;
+}
+
+rf_status_t rf_mlp_buffers_poison(rf_mlp_buffers_t *b, void *stream) {
+    return rf_mlp_buffers_fill(b, 0xFF, stream);
 }
 
 rf_status_t rf_mlp_buffers_download_y(const rf_mlp_buffers_t *b, float *out_y) {

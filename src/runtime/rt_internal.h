@@ -35,7 +35,7 @@ struct rf_variant {
     rf_allocator_t allocator;
     const rf_variant_ops_t *ops;
     char name[32];
-    char note[256];
+    char note[1024]; /* rf_variant_note: cuBLASLt's tuning record */
     int64_t channels, hidden;
     int kernels_min, kernels_exact; /* see rf_variant_expected_kernels */
     rf_pkg_t *pkg;                  /* borrowed; NULL for cublaslt */
@@ -45,16 +45,5 @@ struct rf_variant {
 /* The package's launch entry and its expected kernel count (package.c). */
 rf_status_t rf_pkg_launch_schedule(rf_pkg_t *pkg, const char *schedule, const rf_mlp_args_t *args,
                                    void *stream);
-
-/* Glue kernels (glue.cu): element-wise conversions enqueued on `stream`. */
-#ifdef __cplusplus
-extern "C" {
-#endif
-cudaError_t rf_glue_f16_to_f32(const void *src, float *dst, int64_t n, cudaStream_t stream);
-cudaError_t rf_glue_f32_to_f16(const float *src, void *dst, int64_t n, cudaStream_t stream);
-cudaError_t rf_glue_relu_f32(float *data, int64_t n, cudaStream_t stream);
-#ifdef __cplusplus
-}
-#endif
 
 #endif

@@ -27,7 +27,7 @@ cmake --build "$B/cmake" -j "$JOBS" --target rowfuse test_runtime_nogpu rf_test_
 cp "$B/cmake/rowfuse" "$B/cmake/test_runtime_nogpu" "$B/cmake/librf_test_fake_pkg.so" "$B/bin/"
 cp -L "$B/cmake/librowfuse.so" "$B/cmake/src/runtime/librowfuse_runtime.so" "$B/lib/"
 for lib in $(ldd "$B/bin/rowfuse" "$B/lib/librowfuse.so" | awk '/=> \// {print $3}' |
-    grep -E 'cjson|protobuf-c' | sort -u); do
+    grep -E 'cjson|protobuf-c|libzip|libbz2' | sort -u); do
     cp -L "$lib" "$B/lib/"
 done
 
@@ -82,6 +82,21 @@ if [ ! -f "$B/pkgs/example/plan.json" ] || [ "$(cat "$B/pkgs/example/stamp" 2>/d
     echo "$STAMP" >"$B/pkgs/example/stamp"
 fi
 echo "  example: $(sed -n 2p "$B/work/example.log" 2>/dev/null | cut -c1-70)"
+
+echo "== planted GPU faults (tests of the gates): 100x40x72, partial tiles in every dimension"
+for fault in no-barrier no-pad; do
+    pkg="$B/pkgs/fault-$fault"
+    if [ ! -f "$pkg/plan.json" ] || [ "$(cat "$pkg/stamp" 2>/dev/null)" != "$STAMP" ]; then
+        rm -rf "$B/work/fault-$fault" "$pkg"
+        "$B/bin/rowfuse" compile --mlp 100x40x72 --plant-fault "$fault" -o "$B/work/fault-$fault" \
+            >"$B/work/fault-$fault.log" 2>&1 || { cat "$B/work/fault-$fault.log"; exit 1; }
+        mkdir -p "$pkg"
+        cp "$B/work/fault-$fault/plan.json" "$B/work/fault-$fault/weights.bin" \
+            "$B/work/fault-$fault/librowfuse_pkg.so" "$pkg/"
+        echo "$STAMP" >"$pkg/stamp"
+    fi
+    echo "  fault-$fault: ok"
+done
 
 echo "== carried size"
 du -shc "$B/bin" "$B/lib" "$B/pkgs" | tail -1

@@ -56,8 +56,8 @@ SHAPES="$SHAPES,1x48x96,4096x48x96"
 # (512x2048, the benchmark's package).
 SHAPES="$SHAPES,130000x64x128,50000x256x208,9000x512x2048"
 [ -f "$B/pkgs/8192x512x2048/plan.json" ] && PKGS+=("$B/pkgs/8192x512x2048")
-$CHK "${PKGS[@]}" --shapes "$SHAPES" --seed "${SEED:-20261202}" --json "$OUT/check.json" \
-    >"$OUT/check.log" 2>&1
+$CHK "${PKGS[@]}" --shapes "$SHAPES" --seed "${SEED:-20261202}" --replays 1000 \
+    --json "$OUT/check.json" >"$OUT/check.log" 2>&1
 CHECK_RC=$?
 grep -E "FAIL|ERROR" "$OUT/check.log" | head -20
 tail -1 "$OUT/check.log"
@@ -89,6 +89,26 @@ head -4 "$B/shapes.txt" | while read -r rows c h; do
     done
 done
 rm -f "$OUT/san.tmp"
+
+echo "== 3b. planted GPU faults: rowfuse check must fail them, racecheck must see the race"
+FAULT_RC=0
+for fault in no-pad no-barrier; do
+    $CHK "$B/pkgs/fault-$fault" --shapes 100,4096 --variants persistent-smem,persistent-gmem,conventional \
+        --replays 100 >"$OUT/fault-$fault.log" 2>&1
+    rc=$?
+    fails=$(grep -c "FAIL" "$OUT/fault-$fault.log")
+    echo "  $fault: rowfuse check exit $rc, $fails FAIL rows"
+    grep "FAIL" "$OUT/fault-$fault.log" | head -3 | cut -c1-200 | sed 's/^/    /'
+    [ "$rc" != 0 ] || FAULT_RC=1
+done
+timeout 120 compute-sanitizer --tool racecheck --error-exitcode 99 $CHK "$B/pkgs/fault-no-barrier" \
+    --shapes 100 --variants persistent-smem >"$OUT/fault-racecheck.log" 2>&1
+rc=$?
+hazards=$(grep -Eo 'RACECHECK SUMMARY: [0-9]+ hazard' "$OUT/fault-racecheck.log" | grep -Eo '[0-9]+' | head -1)
+echo "  no-barrier under racecheck: exit $rc, ${hazards:-0} hazards"
+[ "$rc" = 99 ] || FAULT_RC=1
+echo "  planted faults: $([ $FAULT_RC = 0 ] && echo 'all caught' || echo 'NOT all caught')"
+[ "$FAULT_RC" = 0 ] || UNIT_RC=1
 
 echo "== 4. the drop-in torch module (compile_block on the example's package)"
 ROWFUSE_RUNTIME_LIB="$PWD/$B/lib/librowfuse_runtime.so" ROWFUSE_LIB="$PWD/$B/lib/librowfuse.so" \

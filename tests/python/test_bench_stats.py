@@ -67,18 +67,24 @@ def test_summary_rejects_empty_and_nonfinite():
         bench.quantile([1.0], 1.5)
 
 
-def test_compare_closed_form():
-    """The one comparison rule through librowfuse.so: ref (3, 4) has norm 5; out - ref =
-    (0.3, -0.4) has norm 0.5, so rel. L2 is 0.1: over the default 1e-3, a failure."""
+def test_compare_through_the_library():
+    """The one comparison rule through librowfuse.so: the reference passes; an output one
+    step away (H kept unrounded) and a NaN fail, with the element named."""
     from rowfuse import clib
 
-    ref = np.array([[3.0, 4.0]], dtype=np.float32)
-    got = clib.compare(np.array([[3.3, 3.6]], dtype=np.float32), ref, 2)
-    assert got["rel_l2"] == pytest.approx(0.1, rel=1e-6) and not got["passed"]
-    assert got["max_abs"] == pytest.approx(0.4, rel=1e-6)
-    assert clib.compare(ref, ref, 2)["passed"]
-    bad = clib.compare(np.array([[3.0, np.nan]], dtype=np.float32), ref, 2)
-    assert not bad["passed"] and bad["nonfinite"] == 1 and "[0, 1]" in bad["message"]
+    c = clib.mlp_case(33, 24, 40, 9)
+    assert clib.compare(c.ref, c)["passed"]
+    x, w1, w2 = (a.astype(np.float64) for a in (c.x, c.w1, c.w2))
+    h = np.maximum(x @ w1 + c.b1, 0)
+    y = np.maximum(h @ w2 + c.b2 + x, 0)
+    far = clib.compare(y, c)
+    assert not far["passed"] and far["steps"] == pytest.approx(1.0, rel=1e-3)
+    bad = c.ref.copy()
+    bad[3, 5] = np.nan
+    v = clib.compare(bad, c)
+    assert not v["passed"] and v["nonfinite"] == 1 and "[3, 5]" in v["message"]
+    same = clib.case_of(c.x, c.w1, c.b1, c.w2, c.b2)
+    assert np.array_equal(same.ref, c.ref) and np.array_equal(same.allow, c.allow)
 
 
 def test_generator_is_seeded_and_never_zero():

@@ -82,3 +82,19 @@ def test_usage_errors():
     assert rowfuse("frobnicate").returncode == 2
     assert rowfuse("verify").returncode == 2
     assert rowfuse("run", "m.onnx").returncode == 2
+
+
+@pytest.mark.parametrize(
+    "args,needle",
+    [
+        (["--mlp", "49x48x96", "--schedule", "fastest"], "auto, stock or a schedule name"),
+        (["--mlp", "49x48x96", "--device", "tpu"], "--device must be llvm-cpu or cuda"),
+        (["--mlp", "49x48x96", "--kernels", "extern"], "use --device cuda"),
+        (["--mlp", "49x48"], "--mlp wants ROWSxCHANNELSxHIDDEN"),
+        (["--mlp", "49x48x96"], "usage: rowfuse iree"),
+    ],
+)
+def test_iree_arguments(tmp_path, args, needle):
+    """`rowfuse iree` refuses bad arguments before running any tool."""
+    out = [] if args == ["--mlp", "49x48x96"] else ["-o", tmp_path / "out"]
+    _one_line_error(rowfuse("iree", *args, *out), needle)

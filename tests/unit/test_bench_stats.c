@@ -78,24 +78,26 @@ static void test_median_interval(void) {
 }
 
 static void test_compare(void) {
-    /* ref (3, 4): norm 5; difference (0.5, 0): rel. L2 0.1, max abs 0.5. */
+    /* ref (3, 4) with allowance 0.6 each and step 5: out (3.5, 4) is 0.5 off in element 0
+     * (ratio 0.83) and 0.1 step away: it passes; a smaller allowance or step fraction fails. */
     float out[2] = {3.5f, 4.0f}, ref[2] = {3.0f, 4.0f};
-    rf_mlp_tolerance_t loose = {0.2, 1.0, 0.0}, tight = {0.05, 1.0, 0.0}, elem = {0.2, 0.1, 0.1};
+    double allow[2] = {0.6, 0.6}, narrow[2] = {0.4, 0.6};
+    rf_mlp_tolerance_t tol = {0.25, 1.0}, tight = {0.05, 1.0};
     rf_mlp_compare_result_t r;
     char why[256];
-    rf_mlp_compare(out, ref, 2, &loose, &r);
-    CHECK(r.passed && near(r.rel_l2, 0.1, 1e-7) && near(r.max_abs, 0.5, 1e-7));
-    CHECK(r.worst_index == 0);
-    rf_mlp_compare(out, ref, 2, &tight, &r); /* rel. L2 over its bound */
+    rf_mlp_compare(out, ref, allow, 5.0, 2, &tol, &r);
+    CHECK(r.passed && near(r.steps, 0.1, 1e-7) && near(r.max_ratio, 0.5 / 0.6, 1e-7));
+    CHECK(near(r.max_abs, 0.5, 1e-7) && r.worst_index == 0);
+    rf_mlp_compare(out, ref, allow, 5.0, 2, &tight, &r); /* 0.1 step over 0.05 */
     CHECK(!r.passed && r.out_of_tol == 0);
-    rf_mlp_compare(out, ref, 2, &elem, &r); /* 0.5 > 0.1 + 0.1 * 3 */
+    rf_mlp_compare(out, ref, narrow, 5.0, 2, &tol, &r); /* 0.5 over its allowance 0.4 */
     CHECK(!r.passed && r.out_of_tol == 1);
     out[1] = NAN;
-    rf_mlp_compare(out, ref, 2, &loose, &r);
+    rf_mlp_compare(out, ref, allow, 5.0, 2, &tol, &r);
     CHECK(!r.passed && r.nonfinite == 1 && r.worst_index == 1);
     rf_mlp_compare_describe(&r, 2, why, sizeof why);
     CHECK(strstr(why, "[0, 1]") != NULL && strstr(why, "non-finite") != NULL);
-    rf_mlp_compare(out, ref, 0, &loose, &r); /* nothing compared never passes */
+    rf_mlp_compare(out, ref, allow, 5.0, 0, &tol, &r); /* nothing compared never passes */
     CHECK(!r.passed);
 }
 

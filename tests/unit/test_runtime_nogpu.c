@@ -7,7 +7,10 @@
  * With the argument --gpu (tests/gpu/run.sh runs it so on the GPU machine) the GPU is left
  * visible and the test checks instead what needs one: the stand-in library loads, its
  * launch enqueues nothing, so capturing it must fail with "no kernel node" (the
- * empty-graph error); buffers round-trip; the cuBLASLt variant captures and times. */
+ * empty-graph error); buffers round-trip; the cuBLASLt variant captures and times, and
+ * computes the block within the one comparison rule: tuned inside a capture, re-tuned
+ * eagerly for another row count and other buffers, with the graph captured before the
+ * re-tuning still correct. */
 #define _POSIX_C_SOURCE 200809L
 #include <libgen.h>
 #include <math.h>
@@ -20,6 +23,7 @@
 #include "check/check.h"
 #include "rf_test.h"
 #include "rowfuse/compile.h"
+#include "rowfuse/mlp.h"
 #include "rowfuse/runtime.h"
 #include "rowfuse/tensor.h"
 
@@ -261,6 +265,10 @@ static void test_no_device(void) {
     CHECK_ERR(rf_variant_create_cublaslt(a, 48, 96, &v), RF_CODE_NO_DEVICE, "cuBLASLt");
     CHECK(v == NULL);
     CHECK_ERR(rf_variant_create_cublaslt(a, 0, 96, &v), RF_CODE_SHAPE_ERROR, "channels=0");
+    CHECK_ERR(rf_variant_create_cublaslt(a, 48, 0, &v), RF_CODE_SHAPE_ERROR, "hidden=0");
+    CHECK_ERR(rf_variant_create_cublaslt(a, RF_MAX_DIM + 1, 96, &v), RF_CODE_SHAPE_ERROR,
+              "cublaslt: channels=");
+    CHECK(v == NULL);
     /* Destroy functions accept NULL. */
     rf_variant_destroy(NULL);
     rf_exec_destroy(NULL);
@@ -293,7 +301,7 @@ static void test_check_job(void) {
     CHECK_ERR(rf_check_parse_shapes(a, "1x2x", &shapes, &n), RF_CODE_INVALID_ARGUMENT,
               "positive integers");
     rf_check_options_default(&o);
-    CHECK(o.rel_l2_tol == 1e-3 && o.atol == 1e-2 && o.rtol == 1e-2);
+    CHECK(o.tol.step_fraction == 0.3 && o.tol.allow_factor == 1.0);
     CHECK_ERR(rf_check_run(a, &o, &dev, &res, &n), RF_CODE_INVALID_ARGUMENT, "nothing to check");
     {
         rf_check_shape_t one = {49, 48, 96};
@@ -366,6 +374,85 @@ static void test_gpu(const char *fake_lib) {
     rf_stream_destroy(stream);
 }
 
+/* Replays `e` into a NaN-poisoned Y and compares Y with the case's reference. */
+static void check_replay(rf_exec_t *e, rf_mlp_buffers_t *buf, const rf_mlp_case_t *d, void *stream,
+                         const char *what) {
+    size_t n = (size_t)(d->rows * d->channels);
+    float *y = malloc(n * sizeof(float));
+    double us = 0.0;
+    rf_mlp_tolerance_t tol = rf_mlp_tolerance_default();
+    rf_mlp_compare_result_t r;
+    char why[256];
+    CHECK(y != NULL);
+    if (!y)
+        return;
+    CHECK_OK(rf_mlp_buffers_poison(buf, stream));
+    CHECK_OK(rf_timing_replay_events(e, stream, 1, &us));
+    CHECK_OK(rf_stream_sync(stream));
+    CHECK_OK(rf_mlp_buffers_download_y(buf, y));
+    rf_mlp_compare(y, d->ref, d->allow, d->step, n, &tol, &r);
+    rf_mlp_compare_describe(&r, d->channels, why, sizeof(why));
+    printf("cublaslt %s %lldx%lldx%lld: %.3f steps, rel. L2 %.2e, max abs %.2e %s\n", what,
+           (long long)d->rows, (long long)d->channels, (long long)d->hidden, r.steps, r.rel_l2,
+           r.max_abs, why);
+    CHECK(r.passed);
+    free(y);
+}
+
+/* cuBLASLt at full strength: its first launch is the captured one, so it tunes inside the
+ * capture; then an eager launch with other buffers and another row count re-tunes; the
+ * first graph must still replay correctly (its buffers outlive the re-plan). */
+static void test_gpu_cublaslt(void) {
+    static const int64_t shapes[][4] = {{49, 48, 96, 7}, {300, 37, 200, 11}, {4096, 128, 512, 13}};
+    rf_allocator_t a = rf_allocator_system();
+    void *stream = NULL;
+    CHECK_OK(rf_stream_create(&stream));
+    for (size_t s = 0; s < sizeof(shapes) / sizeof(shapes[0]); s++) {
+        int64_t rows = shapes[s][0], c = shapes[s][1], h = shapes[s][2], rows2 = rows + 57;
+        uint64_t seed = (uint64_t)shapes[s][3];
+        rf_mlp_case_t d = {0}, d2 = {0};
+        rf_mlp_buffers_t buf, buf2;
+        rf_variant_t *v = NULL;
+        rf_exec_t *e = NULL, *e2 = NULL;
+        memset(&buf, 0, sizeof(buf));
+        memset(&buf2, 0, sizeof(buf2));
+        /* the same seed draws the same weights first, then X: only the rows differ */
+        CHECK_OK(rf_mlp_case_create(a, rows, c, h, seed, 1, &d));
+        CHECK_OK(rf_mlp_case_create(a, rows2, c, h, seed, 1, &d2));
+        CHECK_OK(rf_mlp_buffers_alloc(rows, c, h, &buf));
+        CHECK_OK(rf_mlp_buffers_alloc(rows2, c, h, &buf2));
+        CHECK_OK(rf_mlp_buffers_upload(&buf, d.x, d.w1, d.b1, d.w2, d.b2));
+        CHECK_OK(rf_mlp_buffers_upload(&buf2, d2.x, d2.w1, d2.b1, d2.w2, d2.b2));
+        CHECK_OK(rf_variant_create_cublaslt(a, c, h, &v));
+        if (v) {
+            CHECK(strstr(rf_variant_note(v), "not yet tuned") != NULL);
+            CHECK_OK(rf_exec_capture(a, v, &buf.args, stream, &e));
+            CHECK(strstr(rf_variant_note(v), "tuned at") != NULL);
+            printf("cublaslt %lldx%lldx%lld note: %s\n", (long long)rows, (long long)c,
+                   (long long)h, rf_variant_note(v));
+            if (e) {
+                CHECK(rf_exec_kernel_nodes(e) >= 3);
+                check_replay(e, &buf, &d, stream, "tuned inside a capture");
+            }
+            CHECK_OK(rf_variant_launch(v, &buf2.args, stream)); /* re-plans: rows, pointers */
+            CHECK_OK(rf_stream_sync(stream));
+            CHECK_OK(rf_exec_capture(a, v, &buf2.args, stream, &e2));
+            if (e2)
+                check_replay(e2, &buf2, &d2, stream, "re-tuned eagerly");
+            if (e)
+                check_replay(e, &buf, &d, stream, "graph from before the re-plan");
+        }
+        rf_exec_destroy(e2);
+        rf_exec_destroy(e);
+        rf_variant_destroy(v);
+        rf_mlp_buffers_free(&buf2);
+        rf_mlp_buffers_free(&buf);
+        rf_mlp_case_free(a, &d2);
+        rf_mlp_case_free(a, &d);
+    }
+    rf_stream_destroy(stream);
+}
+
 int main(int argc, char **argv) {
     char exe[512], fake[600];
     ssize_t n;
@@ -386,6 +473,7 @@ int main(int argc, char **argv) {
 
     if (gpu) {
         test_gpu(fake);
+        test_gpu_cublaslt();
     } else {
         test_missing_and_malformed();
         test_fake_library(fake);

@@ -1,0 +1,95 @@
+// mode=auto: the C scheduler's choice and reason at each shape, and the planner's tile rows
+// and grid (src/compile/schedule.c, plan.c, tiling.c; linked into rowfuse-opt).
+// RUN: rowfuse-opt %s --rowfuse-schedule --rowfuse-explain -o /dev/null | FileCheck %s --check-prefix=EXPLAIN
+// RUN: rowfuse-opt %s --rowfuse-schedule | FileCheck %s --check-prefix=IR
+// RUN: rowfuse-opt %s --rowfuse-schedule=target=h100-pcie --rowfuse-explain -o /dev/null | FileCheck %s --check-prefix=PCIE
+// RUN: rowfuse-opt %s --rowfuse-schedule=sms=4 --rowfuse-explain -o /dev/null | FileCheck %s --check-prefix=SMS4
+// RUN: rowfuse-opt %s --rowfuse-schedule=tile-rows=16 --rowfuse-explain -o /dev/null | FileCheck %s --check-prefix=T16
+
+// The reference block: one launch with H in shared memory, 16-row tiles (49 rows are 4
+// tiles, far below one tile per SM), one block per tile.
+// EXPLAIN-LABEL: @small: schedule persistent-smem on h200, 132 SMs
+// EXPLAIN-NEXT: why: auto: one launch, hidden state in shared memory; below ~2.5 GFLOP the megakernel beats every other schedule
+// EXPLAIN-NEXT: kernel rf_c48_h96_fused_smem_t16: fused_smem, tile rows 16, grid 4, 96 threads, 26944 B shared memory, hidden chunk 96, on chip: h
+// EXPLAIN-NEXT: grid rule: 8 blocks/SM from shared memory and threads {{.*}}, balanced
+// EXPLAIN-NEXT: launches: 1
+// IR-LABEL: func.func @small
+// IR-SAME: rowfuse.reason = "auto: one launch, hidden state in shared memory
+// IR-SAME: rowfuse.schedule = "persistent-smem", rowfuse.target = "h200, 132 SMs"
+// IR-NEXT: %[[Y:.*]] = rowfuse.kernel "rf_c48_h96_fused_smem_t16" "fused_smem"(%arg0, %arg1, %arg2, %arg3, %arg4)
+// IR-SAME: grid = 4 : i64
+// IR-SAME: on_chip = ["h"], smem_bytes = 26944 : i64, threads = 96 : i64, tile_rows = 16 : i64
+// IR-NEXT: return %[[Y]]
+func.func @small(%x: tensor<49x48xf16> {rowfuse.row}, %w1: tensor<48x96xf16>, %b1: tensor<96xf32>, %w2: tensor<96x48xf16>, %b2: tensor<48xf32>) -> tensor<49x48xf32> {
+  %0 = rowfuse.linear %x, %w1 : tensor<49x48xf16>, tensor<48x96xf16> -> tensor<49x96xf32>
+  %1 = rowfuse.bias %0, %b1 : tensor<49x96xf32>, tensor<96xf32>
+  %2 = rowfuse.relu %1 : tensor<49x96xf32>
+  %3 = rowfuse.round_f16 %2 : tensor<49x96xf32> -> tensor<49x96xf16>
+  %4 = rowfuse.linear %3, %w2 : tensor<49x96xf16>, tensor<96x48xf16> -> tensor<49x48xf32>
+  %5 = rowfuse.bias %4, %b2 : tensor<49x48xf32>, tensor<48xf32>
+  %6 = rowfuse.residual_add %5, %x : tensor<49x48xf32>, tensor<49x48xf16>
+  %7 = rowfuse.relu %6 : tensor<49x48xf32>
+  return %7 : tensor<49x48xf32>
+}
+
+// 7000 rows: 32-row tiles (219 of them) on 132 SMs; 64-row tiles would leave SMs idle.
+// On the 114-SM H100 PCIe, 110 tiles of 64 rows are enough.
+// EXPLAIN-LABEL: @tall: schedule persistent-smem on h200, 132 SMs
+// EXPLAIN: kernel rf_c48_h96_fused_smem_t32: fused_smem, tile rows 32, grid 219, 192 threads, 35648 B shared memory
+// PCIE-LABEL: @tall: schedule persistent-smem on h100-pcie, 114 SMs
+// PCIE: kernel rf_c48_h96_fused_smem_t64: fused_smem, tile rows 64, grid 110, 256 threads, 60032 B shared memory
+// SMS4-LABEL: @tall: schedule persistent-smem on h200, 4 SMs
+// 110 tiles on 4 SMs x 3 blocks: 10 tiles per block, so 11 blocks (balanced).
+// SMS4: kernel rf_c48_h96_fused_smem_t64: fused_smem, tile rows 64, grid 11, 256 threads
+// SMS4-NEXT: grid rule: 3 blocks/SM {{.*}}, balanced
+// T16-LABEL: @tall:
+// T16: kernel rf_c48_h96_fused_smem_t16: fused_smem, tile rows 16, grid 438, 96 threads
+func.func @tall(%x: tensor<7000x48xf16> {rowfuse.row}, %w1: tensor<48x96xf16>, %b1: tensor<96xf32>, %w2: tensor<96x48xf16>, %b2: tensor<48xf32>) -> tensor<7000x48xf32> {
+  %0 = rowfuse.linear %x, %w1 : tensor<7000x48xf16>, tensor<48x96xf16> -> tensor<7000x96xf32>
+  %1 = rowfuse.bias %0, %b1 : tensor<7000x96xf32>, tensor<96xf32>
+  %2 = rowfuse.relu %1 : tensor<7000x96xf32>
+  %3 = rowfuse.round_f16 %2 : tensor<7000x96xf32> -> tensor<7000x96xf16>
+  %4 = rowfuse.linear %3, %w2 : tensor<7000x96xf16>, tensor<96x48xf16> -> tensor<7000x48xf32>
+  %5 = rowfuse.bias %4, %b2 : tensor<7000x48xf32>, tensor<48xf32>
+  %6 = rowfuse.residual_add %5, %x : tensor<7000x48xf32>, tensor<7000x48xf16>
+  %7 = rowfuse.relu %6 : tensor<7000x48xf32>
+  return %7 : tensor<7000x48xf32>
+}
+
+// Medium (1.07 GFLOP): still the megakernel; the hidden width streams in chunks of 128.
+// EXPLAIN-LABEL: @medium: schedule persistent-smem on h200, 132 SMs
+// EXPLAIN-NEXT: why: auto: {{.*}}(h200 cost model: 6.0 us vs cuBLASLt 10.2 us)
+// EXPLAIN-NEXT: kernel rf_c128_h512_fused_smem_t32: fused_smem, tile rows 32, grid 128, 256 threads, 159744 B shared memory, hidden chunk 128, on chip: h
+func.func @medium(%x: tensor<4096x128xf16> {rowfuse.row}, %w1: tensor<128x512xf16>, %b1: tensor<512xf32>, %w2: tensor<512x128xf16>, %b2: tensor<128xf32>) -> tensor<4096x128xf32> {
+  %0 = rowfuse.linear %x, %w1 : tensor<4096x128xf16>, tensor<128x512xf16> -> tensor<4096x512xf32>
+  %1 = rowfuse.bias %0, %b1 : tensor<4096x512xf32>, tensor<512xf32>
+  %2 = rowfuse.relu %1 : tensor<4096x512xf32>
+  %3 = rowfuse.round_f16 %2 : tensor<4096x512xf32> -> tensor<4096x512xf16>
+  %4 = rowfuse.linear %3, %w2 : tensor<4096x512xf16>, tensor<512x128xf16> -> tensor<4096x128xf32>
+  %5 = rowfuse.bias %4, %b2 : tensor<4096x128xf32>, tensor<128xf32>
+  %6 = rowfuse.residual_add %5, %x : tensor<4096x128xf32>, tensor<4096x128xf16>
+  %7 = rowfuse.relu %6 : tensor<4096x128xf32>
+  return %7 : tensor<4096x128xf32>
+}
+
+// Large (34 GFLOP): the vendor GEMMs' rate wins; no rowfuse kernel, the contract stays.
+// EXPLAIN-LABEL: @large: schedule cublaslt on h200, 132 SMs
+// EXPLAIN-NEXT: why: auto: 34.36 GFLOP is above ~2.5 GFLOP, where the vendor GEMMs' rate beats the megakernel (h200 cost model: 93.4 us vs 190.9 us)
+// EXPLAIN-NEXT: no rowfuse kernel
+// IR-LABEL: func.func @large
+// IR-SAME: rowfuse.schedule = "cublaslt"
+// IR-NOT: rowfuse.kernel
+// IR: rowfuse.linear
+// IR-NOT: rowfuse.kernel
+// IR: return
+func.func @large(%x: tensor<8192x512xf16> {rowfuse.row}, %w1: tensor<512x2048xf16>, %b1: tensor<2048xf32>, %w2: tensor<2048x512xf16>, %b2: tensor<512xf32>) -> tensor<8192x512xf32> {
+  %0 = rowfuse.linear %x, %w1 : tensor<8192x512xf16>, tensor<512x2048xf16> -> tensor<8192x2048xf32>
+  %1 = rowfuse.bias %0, %b1 : tensor<8192x2048xf32>, tensor<2048xf32>
+  %2 = rowfuse.relu %1 : tensor<8192x2048xf32>
+  %3 = rowfuse.round_f16 %2 : tensor<8192x2048xf32> -> tensor<8192x2048xf16>
+  %4 = rowfuse.linear %3, %w2 : tensor<8192x2048xf16>, tensor<2048x512xf16> -> tensor<8192x512xf32>
+  %5 = rowfuse.bias %4, %b2 : tensor<8192x512xf32>, tensor<512xf32>
+  %6 = rowfuse.residual_add %5, %x : tensor<8192x512xf32>, tensor<8192x512xf16>
+  %7 = rowfuse.relu %6 : tensor<8192x512xf32>
+  return %7 : tensor<8192x512xf32>
+}

@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# The example model through the MLIR flow and IREE, on a machine without a GPU (`make mlir`
+# runs it after the lit tests):
+#   1. export examples/residual_mlp.py at 49 rows to ONNX;
+#   2. `rowfuse iree` for the CPU (llvm-cpu) in the stock, conventional and persistent-smem
+#      schedules (IREE generates the kernels: one dispatch per kernel of the schedule), each
+#      module checked against the CPU reference (python -m rowfuse.iree_block check: the
+#      one comparison of rowfuse/mlp.h, the derived per-element bound, and the interpreter
+#      on the ONNX model itself);
+#   3. `rowfuse iree --device cuda` with the package's kernels as custom dispatches
+#      (persistent-smem, conventional) and stock: compiled, not run; the adapted PTX
+#      assembled by ptxas for sm_90a when ptxas is found; launches counted in IREE's hal phase.
+# Output in $OUT (default build-mlir/flow); every folder keeps contract.mlir,
+# scheduled.mlir, iree_input.mlir and module.vmfb. Environment: RF_BIN (rowfuse, default
+# build/rowfuse), RF_MLIR_BIN_DIR (rowfuse-opt's folder), RF_PYTHON.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+export PYTHONPATH="$PWD/python:$PWD/examples${PYTHONPATH:+:$PYTHONPATH}"
+ROWFUSE=${RF_BIN:-build/rowfuse}
+PY=${RF_PYTHON:-python3}
+OUT=${OUT:-build-mlir/flow}
+IREE=${RF_IREE_COMPILE:-iree-compile}
+rm -rf "$OUT" && mkdir -p "$OUT"
+
+echo "== export the example (examples/residual_mlp.py, 49 rows)"
+"$PY" -m rowfuse.export residual_mlp:make --rows 49 -o "$OUT/model.onnx" >/dev/null
+
+echo "== IREE CPU modules (llvm-cpu), checked against the reference"
+for s in stock conventional persistent-smem; do
+    "$ROWFUSE" iree "$OUT/model.onnx" --schedule "$s" --device llvm-cpu -o "$OUT/cpu-$s" |
+        grep -E '^(@main|  why|  launches|iree )' || true
+done
+"$PY" -m rowfuse.iree_block check "$OUT"/cpu-* --model "$OUT/model.onnx" --trials 3 \
+    -o "$OUT/check.json"
+
+# launches of one call: hal.command_buffer.dispatch ops in IREE's hal phase
+launches() {
+    "$IREE" "$1/iree_input.mlir" --iree-hal-target-device=cuda --iree-cuda-target=sm_89 \
+        --compile-to=hal | grep -c 'hal.command_buffer.dispatch<'
+}
+
+echo "== IREE CUDA modules (compiled here, run on the GPU machine: tests/gpu/mlir.sh)"
+for s in persistent-smem conventional stock; do
+    "$ROWFUSE" iree "$OUT/model.onnx" --schedule "$s" --device cuda -o "$OUT/cuda-$s" |
+        grep -E '^iree ' || true
+done
+expect() { # folder, launches
+    local n
+    n=$(launches "$1")
+    if [ "$n" != "$2" ]; then
+        echo "flow.sh: $1: $n launches per call, expected $2" >&2
+        exit 1
+    fi
+    echo "  $1: $n launch(es) per call"
+}
+expect "$OUT/cuda-persistent-smem" 1
+expect "$OUT/cuda-conventional" 2
+expect "$OUT/cuda-stock" 2
+PTXAS=$(command -v ptxas || ls /usr/local/cuda/bin/ptxas 2>/dev/null || true)
+if [ -n "$PTXAS" ]; then
+    for f in "$OUT"/cuda-*/*.iree.ptx; do
+        "$PTXAS" -arch=sm_90a "$f" -o "${f%.ptx}.cubin"
+        echo "  ptxas sm_90a: $(basename "$f") ok"
+    done
+else
+    echo "  (no ptxas here: the adapted PTX was not assembled)"
+fi
+echo "flow.sh: ok ($OUT)"
