@@ -38,6 +38,7 @@ void rf_bench_c_options_default(rf_bench_c_options_t *o) {
     o->timing.b2b_replays = 50;
     o->timing.b2b_samples = 20;
     o->timing.span_replays = 20;
+    o->ceilings = 1;
 }
 
 static void rf_bench_say(const rf_bench_c_options_t *o, const char *fmt, ...)
@@ -202,10 +203,30 @@ static void rf_bench_json_variant(rf_json_writer_t *w, const rf_bench_cvar_t *v,
     rf_json_object_end(w);
 }
 
+static void rf_bench_json_ceilings(rf_json_writer_t *w, const rf_bench_ceilings_t *c) {
+    rf_json_key(w, "ceilings");
+    rf_json_object_begin(w);
+    rf_json_key_string(w, "copy",
+                       "device-to-device cudaMemcpyAsync of 1 GiB, bytes read + written");
+    rf_json_key_double(w, "copy_bytes", c->copy_bytes);
+    rf_json_key_double(w, "copy_us", c->copy_us);
+    rf_json_key_double(w, "bandwidth_gbs", c->bandwidth_gbs);
+    rf_json_key_string(w, "gemm",
+                       "cuBLASLt fp16 8192^3, fp32 accumulation, best of top algorithms");
+    rf_json_key_double(w, "gemm_flops", c->gemm_flops);
+    rf_json_key_double(w, "gemm_us", c->gemm_us);
+    rf_json_key_double(w, "tflops", c->tflops);
+    rf_json_key_int(w, "gemm_algos", c->gemm_algos);
+    if (c->note[0])
+        rf_json_key_string(w, "note", c->note);
+    rf_json_object_end(w);
+}
+
 static rf_status_t rf_bench_write_json(FILE *f, const rf_bench_c_options_t *o,
                                        const rf_device_info_t *info, const rf_mlp_case_t *d,
                                        const rf_pkg_t *pkg, rf_bench_cvar_t *vars, int nvars,
-                                       const rf_bench_timing_t *timings, const int *timing_of) {
+                                       const rf_bench_timing_t *timings, const int *timing_of,
+                                       const rf_bench_ceilings_t *ceil) {
     rf_json_writer_t w;
     char date[32];
     time_t now = time(NULL);
@@ -246,6 +267,8 @@ static rf_status_t rf_bench_write_json(FILE *f, const rf_bench_c_options_t *o,
     rf_json_key_string(&w, "host", "CLOCK_MONOTONIC from before the launch to after sync");
     rf_json_key_string(&w, "span", "CUPTI concurrent-kernel records: first start to last end");
     rf_json_object_end(&w);
+    if (ceil)
+        rf_bench_json_ceilings(&w, ceil);
     rf_json_key(&w, "runs");
     rf_json_array_begin(&w);
     rf_json_object_begin(&w);
@@ -387,8 +410,14 @@ rf_status_t rf_bench_c_run(rf_allocator_t a, const rf_bench_c_options_t *o, FILE
                      t->have_span ? t->span.median : NAN, t->graph_event.median,
                      t->graph_host.median, t->b2b.median);
     }
+    rf_bench_ceilings_t ceil;
+    if (o->ceilings) {
+        rf_bench_ceilings_measure(stream, &ceil);
+        rf_bench_say(o, "ceilings: copy %.0f GB/s, fp16 GEMM %.0f TFLOP/s%s%s", ceil.bandwidth_gbs,
+                     ceil.tflops, ceil.note[0] ? "; " : "", ceil.note);
+    }
     st = rf_bench_write_json(json_out, o, &info, &d, pkg, vars, RF_BENCH_MAX_VARIANTS, timings,
-                             timing_of);
+                             timing_of, o->ceilings ? &ceil : NULL);
     if (!st) { /* the JSON keeps the failed rows; the run still fails */
         char failed[256] = "";
         int n = 0;

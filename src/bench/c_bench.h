@@ -35,6 +35,7 @@ typedef struct rf_bench_c_options {
     rf_mlp_tolerance_t tol;   /* the check's tolerances (rf_mlp_tolerance_default) */
     const char *git_revision; /* recorded; NULL -> "unknown" */
     rf_bench_options_t timing;
+    int ceilings; /* measure the copy and GEMM ceilings after the variants (default 1) */
     void (*progress)(void *ctx, const char *line);
     void *progress_ctx;
 } rf_bench_c_options_t;

@@ -70,6 +70,19 @@ rf_status_t rf_bench_span_measure(rf_allocator_t allocator, const rf_bench_item_
                                   cudaStream_t stream, int replays, rf_bench_summary_t *out_span,
                                   int *out_kernels);
 
+/* The device's two measured ceilings (ceilings.c): the achievable memory bandwidth (a
+ * device-to-device copy far larger than the L2) and the achievable fp16 tensor rate (the
+ * best of cuBLASLt's top algorithms on one large GEMM). Zero where a measurement failed,
+ * with the reason in note. */
+typedef struct rf_bench_ceilings {
+    double copy_bytes, copy_us, bandwidth_gbs; /* bytes read + written, median time, GB/s */
+    double gemm_flops, gemm_us, tflops;
+    int gemm_algos; /* algorithms timed */
+    char note[240];
+} rf_bench_ceilings_t;
+
+void rf_bench_ceilings_measure(void *stream, rf_bench_ceilings_t *out);
+
 #ifdef __cplusplus
 }
 #endif

@@ -21,7 +21,7 @@
 static int rf_bench_usage(const char *why) {
     fprintf(stderr,
             "rowfuse bench: %s\nusage: rowfuse bench PKGDIR --c [--rows N] [--seed S] "
-            "[--rounds R] [--obs K] [--tol T] [--git-rev REV] [-o out.json]\n",
+            "[--rounds R] [--obs K] [--tol T] [--no-ceilings] [--git-rev REV] [-o out.json]\n",
             why);
     return 2;
 }
@@ -45,7 +45,7 @@ static void rf_bench_progress(void *ctx, const char *line) {
 
 int rf_cmd_bench(int argc, char **argv) {
     const char *pkg = NULL, *out_path = NULL, *git = NULL;
-    int c_host = 0;
+    int c_host = 0, ceilings = 1;
     long long rows = 0, seed = -1, rounds = 5, obs = 200;
     double tol = rf_mlp_tolerance_default().step_fraction;
     for (int i = 0; i < argc; i++) {
@@ -53,6 +53,8 @@ int rf_cmd_bench(int argc, char **argv) {
         const char *val = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "--c")) {
             c_host = 1;
+        } else if (!strcmp(a, "--no-ceilings")) {
+            ceilings = 0; /* skip the copy and GEMM ceilings (ceilings.c) */
         } else if (!strcmp(a, "--rows") || !strcmp(a, "--seed") || !strcmp(a, "--rounds") ||
                    !strcmp(a, "--obs")) {
             long long *dst = !strcmp(a, "--rows")     ? &rows
@@ -93,6 +95,7 @@ int rf_cmd_bench(int argc, char **argv) {
 #ifndef RF_HAVE_BENCH
     (void)out_path;
     (void)git;
+    (void)ceilings;
     return rf_cli_report("bench", RF_ERR(RF_CODE_UNSUPPORTED,
                                          "this rowfuse was built without CUDA: bench --c "
                                          "needs the CUDA runtime (src/runtime) and a GPU"));
@@ -105,6 +108,7 @@ int rf_cmd_bench(int argc, char **argv) {
     o.timing.rounds = (int)rounds;
     o.timing.observations = (int)obs;
     o.tol.step_fraction = tol;
+    o.ceilings = ceilings;
     o.git_revision = git ? git : getenv("ROWFUSE_GIT_REV");
     o.progress = rf_bench_progress;
     FILE *f = out_path ? fopen(out_path, "w") : stdout;

@@ -11,6 +11,7 @@
 # the revision (the GPU machine's copy has no git history). SHAPES overrides the list.
 # PY_TIMEOUT (seconds, default 480) bounds step 2; python.json is rewritten after every
 # shape, so a run cut short keeps the shapes it finished and the report still runs.
+# BENCH_PYTHON=0 skips step 2 (the C host's variants alone).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 B=build-gpu
@@ -65,11 +66,16 @@ fi
 echo "  C host done after $((SECONDS - T0)) s (exit $C_RC)"
 
 echo "== 2. Python host (python -m rowfuse.bench)"
+if [ "${BENCH_PYTHON:-1}" = 0 ]; then
+    echo "  skipped (BENCH_PYTHON=0): the C host's variants only"
+    PY_RC=0
+else
 timeout -s INT "${PY_TIMEOUT:-480}" python3 -m rowfuse.bench --shapes "$SHAPES" \
     -o "$OUT/python.json" >"$TMP/python.md" 2>"$TMP/python.err"
 PY_RC=$?
 grep -v -E "^(E[0-9]{4}|  triton_mm|  mm |AUTOTUNE|strides:|dtypes:|SingleProcess|Autotune|\{\"num_choices)" "$TMP/python.err" | cut -c1-220
 echo "  python exit $PY_RC after $((SECONDS - T0)) s"
+fi
 
 echo "== 3. report"
 RUNS=()
