@@ -3,6 +3,9 @@
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
 
 #include "rowfuse/mlp.h"
 
@@ -93,32 +96,48 @@ static double h_step(double p, double delta, double *out_h) {
     return fmax(fabs(hi - h), fabs(h - lo));
 }
 
+/* The operands in double, laid out so that every inner loop walks memory in order: x one
+ * row, w1t = W1^T [h][c], w2t = W2^T [c][h]. */
+typedef struct {
+    int64_t c, h;
+    const uint16_t *x;
+    const float *b1, *b2, *ref;
+    const double *w1t, *w2t;
+    double *allow, *row_step2;
+} error_job_t;
+
 /* One row: the allowance of each output and its squared distance to the unrounded-H
- * output; hq, dh, hfree are scratch of `hidden` doubles. */
-static double error_row(int64_t c, int64_t h, const uint16_t *x, const uint16_t *w1,
-                        const float *b1, const uint16_t *w2, const float *b2, const float *ref,
-                        double *hq, double *dh, double *hfree, double *allow) {
-    double step2 = 0.0;
-    for (int64_t j = 0; j < h; j++) {
-        double p = b1[j], mag = fabs(b1[j]);
+ * output; xd (c), hq, dh, hfree (h each) are the calling thread's scratch. */
+static double error_row(const error_job_t *j, int64_t r, double *xd, double *hq, double *dh,
+                        double *hfree) {
+    const int64_t c = j->c, h = j->h;
+    const uint16_t *x = j->x + r * c;
+    const float *ref = j->ref + r * c;
+    double *allow = j->allow + r * c, step2 = 0.0;
+    const double acc1 = RF_ACC_FACTOR * (double)((c + 15) / 16 + 1) * RF_U32;
+    const double acc2 = RF_ACC_FACTOR * (double)((h + 15) / 16 + 2) * RF_U32;
+    for (int64_t i = 0; i < c; i++)
+        xd[i] = rf_f16_to_f32(x[i]);
+    for (int64_t q = 0; q < h; q++) {
+        const double *w = j->w1t + q * c;
+        double p = j->b1[q], mag = fabs(j->b1[q]);
         for (int64_t i = 0; i < c; i++) {
-            double t = (double)rf_f16_to_f32(x[i]) * rf_f16_to_f32(w1[i * h + j]);
+            double t = xd[i] * w[i];
             p += t;
             mag += fabs(t);
         }
-        dh[j] = h_step(p, RF_ACC_FACTOR * (double)((c + 15) / 16 + 1) * RF_U32 * mag, &hq[j]);
-        hfree[j] = fmax(p, 0.0);
+        dh[q] = h_step(p, acc1 * mag, &hq[q]);
+        hfree[q] = fmax(p, 0.0);
     }
     for (int64_t k = 0; k < c; k++) {
-        double xk = rf_f16_to_f32(x[k]), flip = 0.0, mag = fabs(b2[k]) + fabs(xk);
-        double yfree = b2[k] + xk;
-        for (int64_t j = 0; j < h; j++) {
-            double w = rf_f16_to_f32(w2[j * c + k]);
-            flip += dh[j] * fabs(w);
-            mag += fabs(hq[j] * w);
-            yfree += hfree[j] * w;
+        const double *w = j->w2t + k * h;
+        double flip = 0.0, mag = fabs(j->b2[k]) + fabs(xd[k]), yfree = j->b2[k] + xd[k];
+        for (int64_t q = 0; q < h; q++) {
+            flip += dh[q] * fabs(w[q]);
+            mag += fabs(hq[q] * w[q]);
+            yfree += hfree[q] * w[q];
         }
-        allow[k] = flip + RF_ACC_FACTOR * (double)((h + 15) / 16 + 2) * RF_U32 * mag + 1e-30;
+        allow[k] = flip + acc2 * mag + 1e-30;
         double d = (double)ref[k] - fmax(yfree, 0.0);
         step2 += d * d;
     }
@@ -129,17 +148,51 @@ rf_status_t rf_mlp_error_model(rf_allocator_t a, int64_t m, int64_t c, int64_t h
                                const uint16_t *w1, const float *b1, const uint16_t *w2,
                                const float *b2, const float *ref, double *out_allow,
                                double *out_step) {
-    double *scratch = NULL, step2 = 0.0;
-    RF_RETURN_IF_ERROR_PLAIN(
-        rf_alloc(a, (size_t)h * 3 * sizeof(double), "error model scratch", (void **)&scratch));
+    double *w1t = NULL, *w2t = NULL, *scratch = NULL, *row_step2 = NULL;
+    int threads = 1;
+#ifdef _OPENMP
+    threads = omp_get_max_threads();
+#endif
+    const size_t per_thread = (size_t)(c + 3 * h);
+    rf_status_t st;
+    if ((st = rf_alloc(a, (size_t)(c * h) * sizeof(double), "error model W1^T", (void **)&w1t)) ||
+        (st = rf_alloc(a, (size_t)(c * h) * sizeof(double), "error model W2^T", (void **)&w2t)) ||
+        (st = rf_alloc(a, per_thread * (size_t)threads * sizeof(double), "error model scratch",
+                       (void **)&scratch)) ||
+        (st = rf_alloc(a, (size_t)(m > 0 ? m : 1) * sizeof(double), "error model row sums",
+                       (void **)&row_step2)))
+        goto done;
+    for (int64_t i = 0; i < c; i++)
+        for (int64_t q = 0; q < h; q++) {
+            w1t[q * c + i] = rf_f16_to_f32(w1[i * h + q]);
+            w2t[i * h + q] = rf_f16_to_f32(w2[q * c + i]);
+        }
+    error_job_t job = {c, h, x, b1, b2, ref, w1t, w2t, out_allow, row_step2};
+    /* Rows are independent: each thread takes whole rows with its own scratch; the row sums
+     * are added in row order afterwards, so the result does not depend on the threads. */
+#ifdef _OPENMP
+#pragma omp parallel for schedule(dynamic, 16) num_threads(threads) if (m * c * h > (1 << 20))
+#endif
+    for (int64_t r = 0; r < m; r++) {
+        int t = 0;
+#ifdef _OPENMP
+        t = omp_get_thread_num();
+#endif
+        double *s = scratch + per_thread * (size_t)t;
+        row_step2[r] = error_row(&job, r, s, s + c, s + c + h, s + c + 2 * h);
+    }
+    double step2 = 0.0;
     for (int64_t r = 0; r < m; r++)
-        step2 += error_row(c, h, x + r * c, w1, b1, w2, b2, ref + r * c, scratch, scratch + h,
-                           scratch + 2 * h, out_allow + r * c);
-    rf_free(a, scratch);
+        step2 += row_step2[r];
     /* The norm test is a statistic of boundary crossings: with fewer H values than this one
      * crossing can be a large part of the step, so only the per-element test applies. */
     *out_step = m * h >= RF_MLP_NORM_MIN_H ? sqrt(step2) : INFINITY;
-    return RF_OK;
+done:
+    rf_free(a, w1t);
+    rf_free(a, w2t);
+    rf_free(a, scratch);
+    rf_free(a, row_step2);
+    return st;
 }
 
 rf_mlp_tolerance_t rf_mlp_tolerance_default(void) {

@@ -33,6 +33,10 @@ static void rf_ref_pack(const double *src, int64_t rows, int64_t cols, int trans
  * on the blocking. The check job runs this at benchmark shapes, hence the care. */
 static void rf_ref_gemm_kernel(const double *a, const double *bt, int64_t m, int64_t n, int64_t k,
                                int round32, double *y) {
+    /* rows are independent (each thread writes its own rows of y) */
+#ifdef _OPENMP
+#pragma omp parallel for schedule(dynamic, 8) if (m * n * k > (1 << 20))
+#endif
     for (int64_t i = 0; i < m; i++) {
         const double *ar = a + i * k;
         double *yr = y + i * n;

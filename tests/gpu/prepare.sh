@@ -27,7 +27,7 @@ cmake --build "$B/cmake" -j "$JOBS" --target rowfuse test_runtime_nogpu rf_test_
 cp "$B/cmake/rowfuse" "$B/cmake/test_runtime_nogpu" "$B/cmake/librf_test_fake_pkg.so" "$B/bin/"
 cp -L "$B/cmake/librowfuse.so" "$B/cmake/src/runtime/librowfuse_runtime.so" "$B/lib/"
 for lib in $(ldd "$B/bin/rowfuse" "$B/lib/librowfuse.so" | awk '/=> \// {print $3}' |
-    grep -E 'cjson|protobuf-c|libzip|libbz2' | sort -u); do
+    grep -E 'cjson|protobuf-c|libzip|libbz2|libgomp' | sort -u); do
     cp -L "$lib" "$B/lib/"
 done
 
