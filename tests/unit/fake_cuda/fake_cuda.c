@@ -2,6 +2,7 @@
  * the rowfuse runtime and the stand-in package call, the glue kernels of glue.h, the
  * injection countdown and the bookkeeping of live objects. Built into a shared library so
  * the runtime (linked into the test) and the package (dlopened) share one instance. */
+#define _DEFAULT_SOURCE /* MAP_ANONYMOUS */
 #define _POSIX_C_SOURCE 200809L
 #include <cuda_runtime_api.h>
 #include <stdarg.h>
@@ -9,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "fake_cuda.h"
 #include "glue.h"
@@ -462,11 +464,21 @@ cudaError_t cudaEventElapsedTime(float *ms, cudaEvent_t start, cudaEvent_t end) 
 
 /* ---- device memory: host memory, so the sanitizer checks every byte the runtime moves ---- */
 
+/* Buffers from FAKE_MAPPED bytes up (cuBLASLt's 32 MiB workspace) are mapped pages: the
+ * sanitizer would otherwise poison and unpoison their shadow in every one of the test's
+ * thousands of runs. The fake still checks every access against their exact size. */
+#define FAKE_MAPPED ((size_t)1 << 20)
+
 cudaError_t cudaMalloc(void **p, size_t bytes) {
     void *mem = NULL;
     INJECT("cudaMalloc", cudaErrorMemoryAllocation);
-    if (posix_memalign(&mem, 256, bytes ? bytes : 1) != 0)
+    if (bytes >= FAKE_MAPPED) {
+        mem = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (mem == MAP_FAILED)
+            return cudaErrorMemoryAllocation;
+    } else if (posix_memalign(&mem, 256, bytes ? bytes : 1) != 0) {
         return cudaErrorMemoryAllocation;
+    }
     track_bytes(FAKE_MEM, mem, bytes);
     *p = mem;
     return cudaSuccess;
@@ -477,9 +489,14 @@ cudaError_t cudaFree(void *p) {
         INJECT("cudaFree", cudaErrorDevicesUnavailable);
         return cudaSuccess;
     }
+    long i = find(FAKE_MEM, p);
+    size_t bytes = i >= 0 ? objs[i].bytes : 0;
     if (!fake_cuda_untrack(FAKE_MEM, p, "cudaFree"))
         return cudaErrorInvalidValue;
-    free(p);
+    if (bytes >= FAKE_MAPPED)
+        munmap(p, bytes);
+    else
+        free(p);
     return cudaSuccess;
 }
 
