@@ -123,6 +123,14 @@ int fake_cuda_outstanding(char *what, size_t size) {
     return n;
 }
 
+void fake_cuda_forget(void) {
+    size_t kept = 0;
+    for (size_t i = 0; i < n_objs; i++)
+        if (objs[i].kind == FAKE_LIBRARY)
+            objs[kept++] = objs[i];
+    n_objs = kept;
+}
+
 /* ---- bookkeeping ---- */
 
 static void track_bytes(int kind, const void *p, size_t bytes) {

@@ -34,6 +34,9 @@ const char *fake_cuda_injected_call(void);
 const char *fake_cuda_injected_error(void);
 /* Live tracked objects (kernel libraries excepted); `what` gets a short description. */
 int fake_cuda_outstanding(char *what, size_t size);
+/* Stops tracking every live object but the kernel libraries (a failed run's leftovers, so
+ * the next run is judged alone); their memory is not freed. */
+void fake_cuda_forget(void);
 /* Misuses seen since the last reset; `what` gets the first one's description. */
 int fake_cuda_misuse(char *what, size_t size);
 /* Kernel libraries loaded (cudaLibraryLoadData) since the process began, and the index of

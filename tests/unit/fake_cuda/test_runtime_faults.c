@@ -241,6 +241,7 @@ static void check_clean(const countdown_t *c, const char *what) {
     if (n) {
         fprintf(stderr, "%s: %d fake CUDA objects still live: %s\n", what, n, desc);
         CHECK(n == 0);
+        fake_cuda_forget();
     }
     n = fake_cuda_misuse(desc, sizeof(desc));
     if (n) {
