@@ -209,7 +209,25 @@ static rf_status_t scenario(rf_allocator_t a, const char *dir) {
 
 typedef struct tally {
     long failed, absorbed;
+    struct {
+        const char *call;
+        long points, absorbed;
+    } by_call[64];
+    int n_calls;
 } tally_t;
+
+static void tally_add(tally_t *t, const char *call, int absorbed) {
+    int i = 0;
+    while (i < t->n_calls && strcmp(t->by_call[i].call, call) != 0)
+        i++;
+    if (i == t->n_calls) {
+        if (t->n_calls == 64)
+            return;
+        t->by_call[t->n_calls++].call = call;
+    }
+    t->by_call[i].points++;
+    t->by_call[i].absorbed += absorbed;
+}
 
 /* Failures the runtime absorbs by design (src/runtime/cublaslt.c, device.c): cuBLASLt
  * refusing a configuration or an algorithm (the variant note records why), a cuBLASLt
@@ -267,12 +285,14 @@ static void inject_cuda(long n, const char *dir, tally_t *t) {
         CHECK(call != NULL);
     } else if (st == RF_OK) {
         t->absorbed++;
+        tally_add(t, call, 1);
         if (!absorbable(call)) {
             fprintf(stderr, "%s: %s failed but the scenario succeeded\n", what, err);
             CHECK(absorbable(call));
         }
     } else {
         t->failed++;
+        tally_add(t, call, 0);
         if (!msg[0] || !strstr(msg, err) || !names_call(msg, call)) {
             fprintf(stderr, "%s: the message does not say %s in %s: '%s'\n", what, err, call, msg);
             CHECK(0);
@@ -288,7 +308,7 @@ static void inject_cuda(long n, const char *dir, tally_t *t) {
  * copy loaded by the counting run (whose calls are the same less the loads). */
 static void sweep_cuda(void) {
     countdown_t c = {0, 0, 0};
-    tally_t t = {0, 0};
+    static tally_t t;
     char name[64];
     long cold, warm, last_load;
     int before = fake_cuda_libraries(), loads;
@@ -315,6 +335,9 @@ static void sweep_cuda(void) {
     printf("CUDA/cuBLASLt injection points: %ld (%ld end in an error naming the call, %ld "
            "absorbed by design)\n",
            cold, t.failed, t.absorbed);
+    for (int i = 0; i < t.n_calls; i++)
+        printf("  %-40s %5ld points, %5ld absorbed\n", t.by_call[i].call, t.by_call[i].points,
+               t.by_call[i].absorbed);
     CHECK(t.failed + t.absorbed == cold);
 }
 
