@@ -12,12 +12,15 @@
 #include <stdint.h>
 #include <string.h>
 
-/* The exported headers report load errors through this macro; keep the first one. */
+/* The exported headers report load errors through this macro, passing the call itself
+ * (CUTE_DSL_CUDA_ERROR_CHECK(cuModuleLoadData(...))): it is evaluated once, and the first
+ * error is kept. */
 static int rf_pkg_first_error;
-#define CUTE_DSL_CUDA_ERROR_CHECK(err)                                                             \
+#define CUTE_DSL_CUDA_ERROR_CHECK(call)                                                            \
     do {                                                                                           \
-        if ((err) != cudaSuccess && rf_pkg_first_error == 0)                                       \
-            rf_pkg_first_error = (int)(err);                                                       \
+        int rf_pkg_err_ = (int)(call);                                                             \
+        if (rf_pkg_err_ != 0 && rf_pkg_first_error == 0)                                           \
+            rf_pkg_first_error = rf_pkg_err_;                                                      \
     } while (0)
 
 #include "rf_pkg_table.h"

@@ -256,27 +256,34 @@ static cublasStatus_t set_bias(lt_gemm_t *g, const void *bias) {
                                           sizeof(bias));
 }
 
-static cublasStatus_t mm1(lt_state_t *lt, int cfg, int i, const rf_mlp_args_t *a, cudaStream_t s) {
+/* mm1 and mm2 set *call to the cuBLASLt call that failed. */
+static cublasStatus_t mm1(lt_state_t *lt, int cfg, int i, const rf_mlp_args_t *a, cudaStream_t s,
+                          const char **call) {
     const float one = 1.0f, zero = 0.0f;
     lt_gemm_t *g = &lt->g1[cfg];
     const void *A = cfg == LT_BIAS_IN_K ? lt->w1aug : a->w1;
     const void *B = cfg == LT_BIAS_IN_K ? lt->xaug : a->x;
     void *D = cfg == LT_F32_H ? (void *)lt->h32 : a->h;
+    *call = "cublasLtMatmulDescSetAttribute(matmul 1, BIAS_POINTER)";
     if (cfg != LT_BIAS_IN_K) {
         cublasStatus_t bs = set_bias(g, a->b1);
         if (bs != CUBLAS_STATUS_SUCCESS)
             return bs;
     }
+    *call = "cublasLtMatmul(matmul 1)";
     return cublasLtMatmul(lt->handle, g->desc, &one, A, g->a, B, g->b, &zero, D, g->c, D, g->d,
                           &g->cand[i].algo, lt->workspace, RF_LT_WORKSPACE, s);
 }
 
-static cublasStatus_t mm2(lt_state_t *lt, int i, const rf_mlp_args_t *a, cudaStream_t s) {
+static cublasStatus_t mm2(lt_state_t *lt, int i, const rf_mlp_args_t *a, cudaStream_t s,
+                          const char **call) {
     const float one = 1.0f;
     lt_gemm_t *g = &lt->g2;
     cublasStatus_t bs = set_bias(g, a->b2);
+    *call = "cublasLtMatmulDescSetAttribute(matmul 2, BIAS_POINTER)";
     if (bs != CUBLAS_STATUS_SUCCESS)
         return bs;
+    *call = "cublasLtMatmul(matmul 2)";
     return cublasLtMatmul(lt->handle, g->desc, &one, a->w2, g->a, a->h, g->b, &one, a->y, g->c,
                           a->y, g->d, &g->cand[i].algo, lt->workspace, RF_LT_WORKSPACE, s);
 }
@@ -308,19 +315,21 @@ static rf_status_t run_job(const rf_variant_t *v, lt_state_t *lt, const lt_job_t
                            const rf_mlp_args_t *a, cudaStream_t s, int *refused) {
     cudaError_t e;
     cublasStatus_t b;
+    const char *call = "";
     int64_t n = a->rows * v->channels;
     *refused = 0;
     if (j->kind == LT_JOB_BLOCK && (e = glue(v, lt, j->cfg, 1, a, s)) != cudaSuccess)
         return rf_cuda_status(e, __FILE__, __LINE__, "glue kernel before matmul 1");
-    if (j->kind != LT_JOB_MM2 && (b = mm1(lt, j->cfg, j->i1, a, s)) != CUBLAS_STATUS_SUCCESS) {
+    if (j->kind != LT_JOB_MM2 &&
+        (b = mm1(lt, j->cfg, j->i1, a, s, &call)) != CUBLAS_STATUS_SUCCESS) {
         *refused = 1;
-        return lt_status(b, __FILE__, __LINE__, "cublasLtMatmul(matmul 1)");
+        return lt_status(b, __FILE__, __LINE__, call);
     }
     if (j->kind == LT_JOB_BLOCK && (e = glue(v, lt, j->cfg, 0, a, s)) != cudaSuccess)
         return rf_cuda_status(e, __FILE__, __LINE__, "glue kernel after matmul 1");
-    if (j->kind != LT_JOB_MM1 && (b = mm2(lt, j->i2, a, s)) != CUBLAS_STATUS_SUCCESS) {
+    if (j->kind != LT_JOB_MM1 && (b = mm2(lt, j->i2, a, s, &call)) != CUBLAS_STATUS_SUCCESS) {
         *refused = 1;
-        return lt_status(b, __FILE__, __LINE__, "cublasLtMatmul(matmul 2)");
+        return lt_status(b, __FILE__, __LINE__, call);
     }
     if (j->kind == LT_JOB_BLOCK && !lt->relu2_fused &&
         (e = rf_glue_relu_f32(a->y, n, s)) != cudaSuccess)

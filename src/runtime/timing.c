@@ -46,12 +46,14 @@ static rf_status_t events_around(enqueue_fn fn, void *ctx, const rf_mlp_args_t *
         st = fn(ctx, args, stream);
     if (st)
         goto done;
-    if ((err = cudaEventRecord(stop, s)) != cudaSuccess ||
-        (err = cudaEventSynchronize(stop)) != cudaSuccess ||
-        (err = cudaEventElapsedTime(&ms, start, stop)) != cudaSuccess) {
-        st = rf_cuda_status(err, __FILE__, __LINE__, "cudaEventRecord/Synchronize/ElapsedTime");
+    if ((err = cudaEventRecord(stop, s)) != cudaSuccess)
+        st = rf_cuda_status(err, __FILE__, __LINE__, "cudaEventRecord(stop)");
+    else if ((err = cudaEventSynchronize(stop)) != cudaSuccess)
+        st = rf_cuda_status(err, __FILE__, __LINE__, "cudaEventSynchronize(stop)");
+    else if ((err = cudaEventElapsedTime(&ms, start, stop)) != cudaSuccess)
+        st = rf_cuda_status(err, __FILE__, __LINE__, "cudaEventElapsedTime");
+    if (st)
         goto done;
-    }
     *out_us = (double)ms * 1e3;
 done:
     if (start)

@@ -1,0 +1,397 @@
+/* Fault injection into the C runtime (src/runtime), on a machine without a GPU: the
+ * runtime's C sources are linked against a fake CUDA runtime and cuBLASLt (fake_cuda.h),
+ * and a package is loaded whose stand-in kernels call the fake (fake_cuda/pkg).
+ *
+ * One scenario walks the runtime's whole path: open the device, make a stream, allocate
+ * and upload buffers, load the package and upload its weights, then for every schedule
+ * (persistent-smem, persistent-gmem, conventional and the cuBLASLt baseline): create the
+ * variant, capture a graph (cuBLASLt tunes inside the capture), replay it, time replays and
+ * eager launches (cuBLASLt re-plans for more rows), capture again, read Y back, destroy.
+ * A clean run counts the injection points; then call N fails, for every N, and each run
+ * must end with a status whose message names the failed call and its error (or succeed
+ * where the runtime absorbs that failure by design: cuBLASLt refusing a configuration or
+ * an algorithm, a scratch buffer it cannot get, the clock attributes), with every fake
+ * device object released, no misuse of the fake and nothing left in the allocator. The
+ * same with allocation N of the countdown allocator. Built with the sanitizers (`make
+ * asan`), a leak of host memory on any of these paths fails the run at exit. */
+#define _POSIX_C_SOURCE 200809L
+#include <libgen.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "fake_cuda.h"
+#include "rf_test.h"
+#include "rowfuse/compile.h"
+#include "rowfuse/runtime.h"
+
+#define ROWS 49
+#define CHANNELS 48
+#define HIDDEN 96
+#define CAPTURE_ROWS 20 /* the first capture's rows: the eager launch at ROWS re-plans */
+
+static char tmp_root[256], fake_lib[600], warm_dir[512];
+
+/* ---- a countdown allocator: allocation number fail_at fails ---- */
+
+typedef struct countdown {
+    long calls, fail_at, live;
+} countdown_t;
+
+static void *cd_alloc(void *ctx, size_t size) {
+    countdown_t *c = ctx;
+    void *p;
+    if (++c->calls == c->fail_at)
+        return NULL;
+    p = malloc(size);
+    c->live += p != NULL;
+    return p;
+}
+
+static void *cd_realloc(void *ctx, void *ptr, size_t size) {
+    countdown_t *c = ctx;
+    void *p;
+    if (++c->calls == c->fail_at)
+        return NULL;
+    p = realloc(ptr, size);
+    c->live += p && !ptr;
+    return p;
+}
+
+static void cd_free(void *ctx, void *ptr) {
+    countdown_t *c = ctx;
+    c->live -= ptr != NULL;
+    free(ptr);
+}
+
+static rf_allocator_t countdown_allocator(countdown_t *c, long fail_at) {
+    rf_allocator_t a = {cd_alloc, cd_realloc, cd_free, c};
+    c->calls = 0;
+    c->fail_at = fail_at;
+    return a;
+}
+
+/* ---- the package: the planner's plan for 49x48x96, its weights, the stand-in library ---- */
+
+static int copy_file(const char *from, const char *to) {
+    char buf[65536];
+    size_t n;
+    FILE *in = fopen(from, "rb"), *out;
+    if (!in)
+        return -1;
+    out = fopen(to, "wb");
+    if (!out) {
+        fclose(in);
+        return -1;
+    }
+    while ((n = fread(buf, 1, sizeof(buf), in)) > 0)
+        fwrite(buf, 1, n, out);
+    fclose(in);
+    return fclose(out);
+}
+
+/* Writes <tmp_root>/<name>/{plan.json, weights.bin, libk.so}; returns the directory. A
+ * new directory holds a new copy of the library, which the dynamic loader loads afresh:
+ * its modules are not loaded yet. */
+static const char *make_pkg(const char *name) {
+    static char dir[512];
+    static const int64_t dims[4][2] = {
+        {CHANNELS, HIDDEN}, {HIDDEN, 0}, {HIDDEN, CHANNELS}, {CHANNELS, 0}};
+    static const char *names[4] = {"w1", "b1", "w2", "b2"};
+    static unsigned char weights[32768];
+    rf_compile_options_t o;
+    rf_plan_t p;
+    char path[600];
+    int64_t offset = 0;
+    snprintf(dir, sizeof(dir), "%s/%s", tmp_root, name);
+    mkdir(dir, 0755);
+    rf_compile_options_default(&o);
+    o.rows = ROWS;
+    CHECK_OK(rf_compile_plan(CHANNELS, HIDDEN, &o, &p));
+    for (int i = 0; i < p.kernel_count; i++) {
+        p.kernels[i].registers = 96;
+        p.kernels[i].blocks_per_sm = 4;
+    }
+    snprintf(p.generator, sizeof p.generator, "test");
+    snprintf(p.library, sizeof p.library, "libk.so");
+    for (int i = 0; i < RF_PLAN_WEIGHTS; i++) {
+        int rank = dims[i][1] ? 2 : 1;
+        int64_t elems = dims[i][0] * (rank == 2 ? dims[i][1] : 1);
+        int64_t bytes = elems * (i % 2 ? 4 : 2);
+        p.weights[i] = (rf_plan_weight_t){
+            "", i % 2 ? RF_DTYPE_F32 : RF_DTYPE_F16, rank, {dims[i][0], dims[i][1]}, offset, bytes};
+        snprintf(p.weights[i].name, sizeof(p.weights[i].name), "%s", names[i]);
+        offset += (bytes + 63) / 64 * 64;
+    }
+    snprintf(path, sizeof path, "%s/plan.json", dir);
+    CHECK_OK(rf_plan_write(&p, path));
+    for (size_t i = 0; i < sizeof(weights); i++)
+        weights[i] = (unsigned char)(i * 7 % 61); /* small finite fp16 and f32 values */
+    snprintf(path, sizeof path, "%s/weights.bin", dir);
+    FILE *f = fopen(path, "wb");
+    CHECK(f && offset <= (int64_t)sizeof(weights) &&
+          fwrite(weights, 1, (size_t)offset, f) == (size_t)offset);
+    if (f)
+        fclose(f);
+    snprintf(path, sizeof path, "%s/libk.so", dir);
+    CHECK(copy_file(fake_lib, path) == 0);
+    return dir;
+}
+
+/* ---- the scenario ---- */
+
+static int clean_run; /* the counting run: also check what a correct run yields */
+
+static rf_status_t run_variant(rf_allocator_t a, rf_pkg_t *pkg, const char *schedule,
+                               rf_mlp_buffers_t *buf, void *stream, float *y) {
+    rf_variant_t *v = NULL;
+    rf_exec_t *e = NULL, *e2 = NULL;
+    rf_mlp_args_t small = buf->args;
+    double us = 0.0, host = 0.0, ev = 0.0;
+    rf_status_t st;
+    small.rows = CAPTURE_ROWS;
+    (void)((st = rf_variant_create_pkg(a, pkg, schedule, &v)) ||
+           (st = rf_mlp_buffers_poison(buf, stream)) ||
+           (st = rf_exec_capture(a, v, &small, stream, &e)) || (st = rf_exec_replay(e, stream)) ||
+           (st = rf_timing_replay_events(e, stream, 2, &us)) ||
+           (st = rf_timing_replay_host(e, stream, &host, &ev)) ||
+           (st = rf_timing_launch_events(v, &buf->args, stream, 1, &us)) ||
+           (st = rf_timing_launch_host(v, &buf->args, stream, &host, NULL)) ||
+           (st = rf_mlp_buffers_fill(buf, 0x42, stream)) ||
+           (st = rf_exec_capture(a, v, &buf->args, stream, &e2)) ||
+           (st = rf_exec_replay(e2, stream)) || (st = rf_stream_sync(stream)) ||
+           (st = rf_mlp_buffers_download_y(buf, y)));
+    if (clean_run && !st) {
+        int min = 0, exact = 0;
+        rf_variant_expected_kernels(v, &min, &exact);
+        CHECK(rf_exec_kernel_nodes(e) >= 1 && rf_exec_kernel_nodes(e2) == rf_exec_kernel_nodes(e));
+        CHECK(exact ? rf_exec_kernel_nodes(e) == min : rf_exec_kernel_nodes(e) >= min);
+        CHECK(exact || strstr(rf_variant_note(v), "tuned at 49 rows") != NULL);
+        CHECK(us > 0.0 && host > 0.0 && ev > 0.0);
+        printf("%s: %d kernel nodes per graph\n", schedule, rf_exec_kernel_nodes(e));
+    }
+    rf_exec_destroy(e2);
+    rf_exec_destroy(e);
+    rf_variant_destroy(v);
+    return st;
+}
+
+static rf_status_t scenario(rf_allocator_t a, const char *dir) {
+    static const char *schedules[] = {"persistent-smem", "persistent-gmem", "conventional",
+                                      "cublaslt"};
+    static uint16_t x[ROWS * CHANNELS];
+    static float y[ROWS * CHANNELS];
+    rf_device_info_t info;
+    rf_mlp_buffers_t buf;
+    rf_pkg_t *pkg = NULL;
+    void *stream = NULL;
+    rf_status_t st;
+    memset(&buf, 0, sizeof(buf));
+    for (int i = 0; i < ROWS * CHANNELS; i++)
+        x[i] = (uint16_t)(0x3c00 + i % 32); /* fp16 values near 1 */
+    (void)((st = rf_device_open(0, &info)) || (st = rf_stream_create(&stream)) ||
+           (st = rf_mlp_buffers_alloc(ROWS, CHANNELS, HIDDEN, &buf)) ||
+           (st = rf_mlp_buffers_upload(&buf, x, NULL, NULL, NULL, NULL)) ||
+           (st = rf_pkg_load(a, dir, &pkg)) || (st = rf_pkg_upload_weights(pkg, &buf)));
+    for (size_t i = 0; !st && i < sizeof(schedules) / sizeof(schedules[0]); i++)
+        st = run_variant(a, pkg, schedules[i], &buf, stream, y);
+    if (!st)
+        st = rf_stream_sync(stream);
+    rf_pkg_destroy(pkg);
+    rf_mlp_buffers_free(&buf);
+    rf_stream_destroy(stream);
+    return st;
+}
+
+/* ---- one injected run and what it must leave behind ---- */
+
+typedef struct tally {
+    long failed, absorbed;
+    struct {
+        const char *call;
+        long points, absorbed;
+    } by_call[64];
+    int n_calls;
+} tally_t;
+
+static void tally_add(tally_t *t, const char *call, int absorbed) {
+    int i = 0;
+    while (i < t->n_calls && strcmp(t->by_call[i].call, call) != 0)
+        i++;
+    if (i == t->n_calls) {
+        if (t->n_calls == 64)
+            return;
+        t->by_call[t->n_calls++].call = call;
+    }
+    t->by_call[i].points++;
+    t->by_call[i].absorbed += absorbed;
+}
+
+/* Failures the runtime absorbs by design (src/runtime/cublaslt.c, device.c): cuBLASLt
+ * refusing a configuration or an algorithm (the variant note records why), a cuBLASLt
+ * scratch buffer it cannot get (that configuration becomes unavailable), the algorithm
+ * description and the clock attributes (left 0). */
+static int absorbable(const char *call) {
+    return !strncmp(call, "cublasLtMatmul", 14) || !strcmp(call, "cublasLtMatrixLayoutCreate") ||
+           !strcmp(call, "cudaMalloc") || !strcmp(call, "cudaDeviceGetAttribute");
+}
+
+/* The message names the failed call, or the runtime's name for what made it. */
+static int names_call(const char *msg, const char *call) {
+    if (strstr(msg, call))
+        return 1;
+    if (!strcmp(call, "cudaLaunchKernel"))
+        return strstr(msg, "rf_pkg_launch") != NULL;
+    if (!strcmp(call, "cudaLibraryLoadData"))
+        return strstr(msg, "rf_pkg_init") != NULL;
+    if (!strncmp(call, "rf_glue_", 8))
+        return strstr(msg, "glue") != NULL;
+    return 0;
+}
+
+/* Checks what any run must leave: nothing live in the fake, no misuse, no host memory in
+ * the allocator. `what` names the run in failures. */
+static void check_clean(const countdown_t *c, const char *what) {
+    char desc[512];
+    int n = fake_cuda_outstanding(desc, sizeof(desc));
+    if (n) {
+        fprintf(stderr, "%s: %d fake CUDA objects still live: %s\n", what, n, desc);
+        CHECK(n == 0);
+        fake_cuda_forget();
+    }
+    n = fake_cuda_misuse(desc, sizeof(desc));
+    if (n) {
+        fprintf(stderr, "%s: %d misuses of the fake CUDA runtime, first: %s\n", what, n, desc);
+        CHECK(n == 0);
+    }
+    if (c->live) {
+        fprintf(stderr, "%s: %ld host allocations still live\n", what, c->live);
+        CHECK(c->live == 0);
+    }
+}
+
+static void inject_cuda(long n, const char *dir, tally_t *t) {
+    countdown_t c = {0, 0, 0};
+    char what[160];
+    fake_cuda_reset(n);
+    rf_status_t st = scenario(countdown_allocator(&c, 0), dir);
+    const char *call = fake_cuda_injected_call(), *err = fake_cuda_injected_error();
+    const char *msg = rf_status_message(st);
+    snprintf(what, sizeof(what), "CUDA call %ld (%s)", n, call ? call : "none");
+    if (!call) {
+        fprintf(stderr, "%s: the run made only %ld calls\n", what, fake_cuda_calls());
+        CHECK(call != NULL);
+    } else if (st == RF_OK) {
+        t->absorbed++;
+        tally_add(t, call, 1);
+        if (!absorbable(call)) {
+            fprintf(stderr, "%s: %s failed but the scenario succeeded\n", what, err);
+            CHECK(absorbable(call));
+        }
+    } else {
+        t->failed++;
+        tally_add(t, call, 0);
+        if (!msg[0] || !strstr(msg, err) || !names_call(msg, call)) {
+            fprintf(stderr, "%s: the message does not say %s in %s: '%s'\n", what, err, call, msg);
+            CHECK(0);
+        }
+    }
+    rf_status_free(st);
+    check_clean(&c, what);
+}
+
+/* Every CUDA and cuBLASLt call of the scenario fails in turn. The package's modules load
+ * only in the first run of a library copy (the shim keeps them for the process), so the
+ * calls up to the last module load are swept with a fresh copy each, the rest with the
+ * copy loaded by the counting run (whose calls are the same less the loads). */
+static void sweep_cuda(void) {
+    countdown_t c = {0, 0, 0};
+    static tally_t t;
+    char name[64];
+    long cold, warm, last_load;
+    int before = fake_cuda_libraries(), loads;
+    const char *dir = warm_dir;
+    fake_cuda_reset(0);
+    clean_run = 1;
+    CHECK_OK(scenario(countdown_allocator(&c, 0), dir));
+    clean_run = 0;
+    check_clean(&c, "the clean run");
+    cold = fake_cuda_calls();
+    last_load = fake_cuda_last_library_call();
+    loads = fake_cuda_libraries() - before;
+    CHECK(loads == 4 && last_load > loads);
+    for (long n = 1; n <= last_load; n++) {
+        snprintf(name, sizeof(name), "cold%ld", n);
+        inject_cuda(n, make_pkg(name), &t);
+    }
+    fake_cuda_reset(0);
+    CHECK_OK(scenario(countdown_allocator(&c, 0), dir));
+    warm = fake_cuda_calls();
+    CHECK(warm == cold - loads);
+    for (long n = last_load - loads + 1; n <= warm; n++)
+        inject_cuda(n, dir, &t);
+    printf("CUDA/cuBLASLt injection points: %ld (%ld end in an error naming the call, %ld "
+           "absorbed by design)\n",
+           cold, t.failed, t.absorbed);
+    for (int i = 0; i < t.n_calls; i++)
+        printf("  %-40s %5ld points, %5ld absorbed\n", t.by_call[i].call, t.by_call[i].points,
+               t.by_call[i].absorbed);
+    CHECK(t.failed + t.absorbed == cold);
+}
+
+/* Every allocation through the runtime's allocator fails in turn. */
+static void sweep_alloc(void) {
+    countdown_t c = {0, 0, 0};
+    const char *dir = warm_dir; /* loaded by sweep_cuda: never rewritten */
+    long total;
+    char what[64];
+    fake_cuda_reset(0);
+    CHECK_OK(scenario(countdown_allocator(&c, 0), dir));
+    total = c.calls;
+    CHECK(total > 0);
+    for (long n = 1; n <= total; n++) {
+        rf_status_t st;
+        fake_cuda_reset(0);
+        st = scenario(countdown_allocator(&c, n), dir);
+        snprintf(what, sizeof(what), "allocation %ld of %ld", n, total);
+        if (rf_status_code(st) != RF_CODE_OUT_OF_MEMORY ||
+            !strstr(rf_status_message(st), "out of memory")) {
+            fprintf(stderr, "%s: expected an out-of-memory status, got %s: '%s'\n", what,
+                    rf_code_name(rf_status_code(st)), rf_status_message(st));
+            CHECK(0);
+        }
+        rf_status_free(st);
+        check_clean(&c, what);
+    }
+    printf("allocation injection points: %ld\n", total);
+}
+
+int main(int argc, char **argv) {
+    char exe[512];
+    ssize_t n;
+    (void)argc;
+    snprintf(tmp_root, sizeof(tmp_root), "/tmp/rf_test_faults_XXXXXX");
+    if (!mkdtemp(tmp_root)) {
+        perror("mkdtemp");
+        return 2;
+    }
+    n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+    if (n <= 0)
+        snprintf(exe, sizeof(exe), "%s", argv[0]);
+    else
+        exe[n] = '\0';
+    snprintf(fake_lib, sizeof(fake_lib), "%s/librf_test_fault_pkg.so", dirname(exe));
+
+    snprintf(warm_dir, sizeof(warm_dir), "%s", make_pkg("warm"));
+    sweep_cuda();
+    sweep_alloc();
+    {
+        char cmd[600];
+        snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmp_root);
+        if (system(cmd) != 0)
+            fprintf(stderr, "note: could not remove %s\n", tmp_root);
+    }
+    return rf_test_finish();
+}
