@@ -40,8 +40,7 @@ static double rf_span_us(const rf_bench_kernel_record_t *r, size_t lo, size_t hi
 }
 
 static rf_status_t rf_attribute_correlation(const rf_bench_kernel_record_t *r, size_t count,
-                                            const int *expected, size_t observations,
-                                            double *out) {
+                                            const int *expected, size_t observations, double *out) {
     size_t at = 0, j = 0;
     uint32_t prev_id = 0;
     uint64_t end;
@@ -84,8 +83,8 @@ static rf_status_t rf_attribute_order(const rf_bench_kernel_record_t *r, size_t 
         want += (size_t)expected[j];
     if (want != count)
         return RF_ERR(RF_CODE_MISMATCH,
-                      "%zu kernel records for %zu observations whose graphs hold %zu kernels", count,
-                      observations, want);
+                      "%zu kernel records for %zu observations whose graphs hold %zu kernels",
+                      count, observations, want);
     for (size_t j = 0; j < observations; j++) {
         size_t hi = at + (size_t)expected[j];
         if (j > 0 && r[at].start < prev_end)
@@ -114,8 +113,7 @@ rf_status_t rf_bench_span_attribute(rf_bench_kernel_record_t *records, size_t co
         if (records[i].end < records[i].start)
             return RF_ERR(RF_CODE_INVALID_ARGUMENT,
                           "kernel record %zu ends (%llu ns) before it starts (%llu ns)", i,
-                          (unsigned long long)records[i].end,
-                          (unsigned long long)records[i].start);
+                          (unsigned long long)records[i].end, (unsigned long long)records[i].start);
     if (count == 0)
         return RF_ERR(RF_CODE_MISMATCH, "no kernel records for %zu observations", observations);
     /* Buffers arrive per CUPTI buffer, not in time order. */

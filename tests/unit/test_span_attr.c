@@ -67,8 +67,9 @@ static void test_missing_and_extra(void) {
         }
     CHECK(n == 7);
     CHECK_ERR(rf_bench_span_attribute(r, n, expected, 4, RF_BENCH_ATTRIBUTE_CORRELATION, got),
-              RF_CODE_MISMATCH, "observation 3: 3 kernel record(s) under correlation id 13, the "
-                                "graph holds 4");
+              RF_CODE_MISMATCH,
+              "observation 3: 3 kernel record(s) under correlation id 13, the "
+              "graph holds 4");
     n = make(r, want);
     n--; /* drop one (whichever sits last) */
     CHECK_ERR(rf_bench_span_attribute(r, n, expected, 4, RF_BENCH_ATTRIBUTE_ORDER, got),
