@@ -7,7 +7,6 @@ from __future__ import annotations
 import math
 
 import pytest
-
 from rowfuse import report, roofline
 
 
