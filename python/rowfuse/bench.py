@@ -14,8 +14,9 @@ call to the return of the synchronize); (c) the GPU span of one replay from CUPT
 records (torch.profiler), over --span-replays (20) separate synchronized replays after the
 timed rounds, with the profiler off while timing (method.span_source "separate-replays";
 the C host takes its span over the timed observations themselves); (d) back-to-back: N
-replays between two events, over N. Each variant is also timed launched eagerly (no graph). Writes JSON (schema rowfuse-bench/1),
-and prints the markdown table of rowfuse.report at the end.
+replays between two events, over N. Each variant is also timed launched eagerly (no
+graph). Writes JSON (schema rowfuse-bench/1), and prints the markdown table of
+rowfuse.report at the end.
 
 Variants (the Python host's own table, with its own floor): empty (floor), PyTorch eager,
 torch.compile (max-autotune-no-cudagraphs, the faster of two fresh compiles) and a
