@@ -11,9 +11,12 @@ generator C uses (rowfuse.clib.mlp_case), so a seed means the same numbers in bo
 Then, interleaving the variants, 5 rounds x 200 observations of (a) the CUDA-event
 interval around a replay and (b) host completion (host clock from just before the launch
 call to the return of the synchronize); (c) the GPU span of one replay from CUPTI activity
-records (torch.profiler); (d) back-to-back: N replays between two events, over N. Each
-variant is also timed launched eagerly (no graph). Writes JSON (schema rowfuse-bench/1),
-and prints the markdown table of rowfuse.report at the end.
+records (torch.profiler), over --span-replays (20) separate synchronized replays after the
+timed rounds, with the profiler off while timing (method.span_source "separate-replays";
+the C host takes its span over the timed observations themselves); (d) back-to-back: N
+replays between two events, over N. Each variant is also timed launched eagerly (no
+graph). Writes JSON (schema rowfuse-bench/1), and prints the markdown table of
+rowfuse.report at the end.
 
 Variants (the Python host's own table, with its own floor): empty (floor), PyTorch eager,
 torch.compile (max-autotune-no-cudagraphs, the faster of two fresh compiles) and a
@@ -532,11 +535,16 @@ def run(args) -> dict:
             "b2b_replays": args.b2b_replays,
             "b2b_samples": args.b2b_samples,
             "span_replays": args.span_replays,
+            # how the span is taken here (the C host takes it over its timed observations)
+            "span_source": "separate-replays",
+            "cupti_during_timing": False,
             "reference": "CPU interpreter, mixed precision (H rounded to fp16)",
             "compile_mode": args.compile_mode,
             "event": "CUDA events around one launch, one synchronize per observation",
             "host": "perf_counter from before the first launch call to after the synchronize",
-            "span": "CUPTI kernel records via torch.profiler: first start to last end",
+            "span": "CUPTI kernel records via torch.profiler over span_replays separate "
+            "synchronized replays per variant after the timed rounds (not over the timed "
+            "observations, unlike the C host): first kernel start to last kernel end",
         },
         "runs": [],
     }

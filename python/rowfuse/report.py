@@ -18,7 +18,7 @@ import math
 import os
 import sys
 
-from rowfuse import names
+from rowfuse import names, roofline
 
 SCHEMA = "rowfuse-bench/1"
 REPORT_SCHEMA = "rowfuse-report/1"
@@ -73,8 +73,8 @@ def validate(doc: dict, where: str = "run") -> dict:
                 m = _need(v, mode, wv)
                 for key in ("event_us", "host_us"):
                     _check_summary(_need(m, key, f"{wv}.{mode}"), f"{wv}.{mode}.{key}")
-            _check_summary(v["graph"].get("b2b_us"), f"{wv}.graph.b2b_us")
-            _check_summary(v["graph"].get("span_us"), f"{wv}.graph.span_us")
+            for key in ("b2b_us", "span_us", "event_us_no_cupti", "host_us_no_cupti"):
+                _check_summary(v["graph"].get(key), f"{wv}.graph.{key}")
     return doc
 
 
@@ -100,6 +100,25 @@ def _fmt(s, digits: int = 2) -> str:
     return f"{s['median']:.{digits}f} us [{s['p10']:.{digits}f}, {s['p90']:.{digits}f}]"
 
 
+def span_method(doc) -> str:
+    """How the run took its GPU span (method.span_source; runs before the field existed
+    took it over separate replays)."""
+    m = doc.get("method", {})
+    src = m.get("span_source", "separate-replays")
+    if src == "timed-observations":
+        n = m.get("rounds", 0) * m.get("observations", 0)
+        ctl = m.get("control_observations", 0)
+        return (
+            f"GPU span over the {n} timed graph observations (CUPTI on while timing, "
+            f"{m.get('span_attribution', 'correlation')} attribution"
+            + (f"; control round of {ctl} without CUPTI" if ctl else "")
+            + ")"
+        )
+    if src == "none":
+        return "no GPU span (CUPTI off)"
+    return f"GPU span over {m.get('span_replays', '?')} separate replays (CUPTI off while timing)"
+
+
 def _sorted_variants(variants):
     rank = {n: i for i, n in enumerate(ORDER)}
     return sorted(variants, key=lambda v: rank.get(v["name"], len(ORDER)))
@@ -123,7 +142,8 @@ def render_markdown(docs) -> str:
         head = (
             f"{doc['tool']} host, {gpu.get('name', '?')}, driver {driver}, "
             f"git {str(doc['git_revision'])[:12]}, {doc['date']}, seed {doc['seed']}, "
-            f"{m.get('rounds', '?')} rounds x {m.get('observations', '?')} observations"
+            f"{m.get('rounds', '?')} rounds x {m.get('observations', '?')} observations; "
+            f"{span_method(doc)}"
         )
         for run in doc["runs"]:
             lines.append(f"## {shape_tag(run['shape'])} (rows x channels x hidden)")
@@ -157,6 +177,8 @@ def render_markdown(docs) -> str:
                 lines.extend(notes)
                 lines.append("")
     lines.extend(render_span_summary(docs))
+    lines.extend(render_cupti_effect(docs))
+    lines.extend(render_roofline(docs))
     lines.extend(render_comparison(docs))
     lines.extend(render_scheduler(docs))
     lines.extend(render_tuning(docs))
@@ -184,6 +206,83 @@ def render_span_summary(docs) -> list[str]:
             out.append(f"| {doc['tool']} | {tag} | " + " | ".join(cells) + " |")
     out.append("")
     return out
+
+
+def render_cupti_effect(docs) -> list[str]:
+    """Per (host, shape, variant) with a control round: event interval and host completion
+    medians with CUPTI recording and without, and their ratio (CUPTI's cost to the host
+    figures; a ratio near 1 means the span came free)."""
+    rows = []
+    for doc in docs:
+        for run in doc["runs"]:
+            for v in _sorted_variants(run["variants"]):
+                g = v.get("graph", {}) if "error" not in v else {}
+                if not g.get("event_us_no_cupti"):
+                    continue
+                ev, ev0 = g["event_us"]["median"], g["event_us_no_cupti"]["median"]
+                ho, ho0 = g["host_us"]["median"], g["host_us_no_cupti"]["median"]
+                rows.append(
+                    f"| {doc['tool']} | {shape_tag(run['shape'])} | {v['name']} "
+                    f"| {ev:.2f} / {ev0:.2f} us ({ev / ev0:.3f}x) "
+                    f"| {ho:.2f} / {ho0:.2f} us ({ho / ho0:.3f}x) |"
+                )
+    if not rows:
+        return []
+    return [
+        "## CUPTI's effect on the host figures (with / without CUPTI, medians)",
+        "",
+        "| host | shape | variant | event interval | host completion |",
+        "|---|---|---|---|---|",
+        *rows,
+        "",
+    ]
+
+
+def render_roofline(docs, target: roofline.Target = roofline.H200) -> list[str]:
+    """Per (host, shape) of the C host: the roofline of the plan's schedule (and of the
+    fastest variant measured) counting where its working set lives (rowfuse.roofline)."""
+    rows = []
+    for doc in docs:
+        for run in doc["runs"]:
+            choice = run.get("plan", {}).get("schedule")
+            sh = run["shape"]
+            spans = {
+                v["name"]: _median(v, "graph", "span_us")
+                for v in run["variants"]
+                if v["name"] != "empty" and _median(v, "graph", "span_us") is not None
+            }
+            if not choice or choice not in spans:
+                continue
+            b = roofline.bound(sh["rows"], sh["channels"], sh["hidden"], choice, target)
+            best = min(spans, key=spans.get)
+            bb = roofline.bound(sh["rows"], sh["channels"], sh["hidden"], best, target)
+            rows.append(
+                f"| {shape_tag(sh)} | {b['working_set'] / 1e6:.2f} MB, {b['where']} "
+                f"| {b['flop_us']:.2f} | {b['hbm_us']:.2f} | {b['l2_us']:.2f} "
+                f"| {choice}: {b['roofline_us']:.2f} ({b['limit']}), "
+                f"{spans[choice]:.2f} measured, {100 * b['roofline_us'] / spans[choice]:.0f}% "
+                f"| {best}: {100 * bb['roofline_us'] / spans[best]:.0f}% |"
+            )
+    if not rows:
+        return []
+    return [
+        f"## Roofline, L2-aware ({target.name}; us per replay)",
+        "",
+        f"Bytes: X fp16, W1/W2 fp16, biases fp32, Y fp32, and H fp16 written and read for "
+        f"schedules that pass it through global memory. A working set under half the "
+        f"{target.l2_bytes / 1e6:.0f} MB L2 stays resident across the bench's replays, so its "
+        f"memory bound is bytes / L2 rate ({target.l2_bytes_per_s / 1e12:.0f} TB/s, assumed); "
+        f"between half and all of the L2 both bounds are shown and the L2 one is used (a "
+        f"roofline must be unbeatable); above it, bytes / HBM rate "
+        f"({target.hbm_bytes_per_s / 1e12:.1f} TB/s). FLOP bound at "
+        f"{target.flops_per_s / 1e12:.0f} TFLOP/s. % = roofline / measured span.",
+        "",
+        "| shape | working set | FLOP bound | HBM bound | L2 bound | roofline of the choice "
+        "| fastest variant |",
+        "|---|---|---|---|---|---|---|",
+        *rows,
+        "",
+    ]
 
 
 def _median(v, mode, metric):

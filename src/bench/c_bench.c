@@ -37,7 +37,9 @@ void rf_bench_c_options_default(rf_bench_c_options_t *o) {
     o->timing.observations = 200;
     o->timing.b2b_replays = 50;
     o->timing.b2b_samples = 20;
-    o->timing.span_replays = 20;
+    o->timing.span = 1;
+    o->timing.control_observations = 200;
+    o->timing.attribution = RF_BENCH_ATTRIBUTE_CORRELATION;
     o->ceilings = 1;
 }
 
@@ -194,6 +196,11 @@ static void rf_bench_json_variant(rf_json_writer_t *w, const rf_bench_cvar_t *v,
         rf_json_null(w);
         rf_json_key_string(w, "span_note", t->span_note);
     }
+    rf_json_key_bool(w, "cupti", t->cupti);
+    if (t->have_control) {
+        rf_bench_json_summary(w, "event_us_no_cupti", &t->control_event);
+        rf_bench_json_summary(w, "host_us_no_cupti", &t->control_host);
+    }
     rf_json_object_end(w);
     rf_json_key(w, "eager");
     rf_json_object_begin(w);
@@ -226,7 +233,7 @@ static rf_status_t rf_bench_write_json(FILE *f, const rf_bench_c_options_t *o,
                                        const rf_device_info_t *info, const rf_mlp_case_t *d,
                                        const rf_pkg_t *pkg, rf_bench_cvar_t *vars, int nvars,
                                        const rf_bench_timing_t *timings, const int *timing_of,
-                                       const rf_bench_ceilings_t *ceil) {
+                                       int cupti, const rf_bench_ceilings_t *ceil) {
     rf_json_writer_t w;
     char date[32];
     time_t now = time(NULL);
@@ -259,13 +266,24 @@ static rf_status_t rf_bench_write_json(FILE *f, const rf_bench_c_options_t *o,
     rf_json_key_int(&w, "observations", o->timing.observations);
     rf_json_key_int(&w, "b2b_replays", o->timing.b2b_replays);
     rf_json_key_int(&w, "b2b_samples", o->timing.b2b_samples);
-    rf_json_key_int(&w, "span_replays", o->timing.span_replays);
+    /* the span is measured over the timed graph observations themselves (not over separate
+     * replays); cupti_during_timing says whether CUPTI ran while they were timed, and the
+     * control round without CUPTI shows what it costs the host figures */
+    rf_json_key_string(&w, "span_source", cupti ? "timed-observations" : "none");
+    rf_json_key_bool(&w, "cupti_during_timing", cupti);
+    rf_json_key_string(&w, "span_attribution", rf_bench_attribution_name(o->timing.attribution));
+    rf_json_key_int(&w, "control_observations", cupti ? o->timing.control_observations : 0);
     rf_json_key_double(&w, "tolerance_step_fraction", o->tol.step_fraction);
     rf_json_key_double(&w, "tolerance_allow_factor", o->tol.allow_factor);
     rf_json_key_string(&w, "reference", "CPU interpreter, mixed precision (H rounded to fp16)");
     rf_json_key_string(&w, "event", "CUDA events around one cudaGraphLaunch / eager launch");
     rf_json_key_string(&w, "host", "CLOCK_MONOTONIC from before the launch to after sync");
-    rf_json_key_string(&w, "span", "CUPTI concurrent-kernel records: first start to last end");
+    rf_json_key_string(&w, "span",
+                       "CUPTI concurrent-kernel records of every timed graph observation, "
+                       "attributed to its replay: first kernel start to last kernel end");
+    rf_json_key_string(&w, "control",
+                       "one further interleaved graph round per variant with CUPTI off, after "
+                       "the CUPTI rounds: event_us_no_cupti / host_us_no_cupti");
     rf_json_object_end(&w);
     if (ceil)
         rf_bench_json_ceilings(&w, ceil);
@@ -337,7 +355,7 @@ rf_status_t rf_bench_c_run(rf_allocator_t a, const rf_bench_c_options_t *o, FILE
                                                 "are required");
     memset(vars, 0, sizeof vars);
     RF_RETURN_IF_ERROR(rf_device_open(0, &info), "bench --c");
-    rf_status_t cupti = rf_bench_span_init();
+    rf_status_t cupti = o->timing.span ? rf_bench_span_init() : RF_OK;
     if (cupti) {
         rf_bench_say(o, "CUPTI unavailable, no GPU span: %s", rf_status_message(cupti));
         rf_status_free(cupti);
@@ -389,6 +407,7 @@ rf_status_t rf_bench_c_run(rf_allocator_t a, const rf_bench_c_options_t *o, FILE
             rf_bench_say(o, "%s: check ok (rel. L2 %.2e, %d kernel nodes)", v->name, v->rel_l2,
                          v->kernel_nodes);
         items[nitems].name = v->name;
+        items[nitems].kernels = v->kernel_nodes;
         items[nitems].replay = i == 0 ? rf_bench_replay_floor : rf_bench_replay_exec;
         items[nitems].replay_ctx = v;
         items[nitems].eager = i == 0 ? rf_bench_launch_floor : rf_bench_launch_variant;
@@ -398,8 +417,13 @@ rf_status_t rf_bench_c_run(rf_allocator_t a, const rf_bench_c_options_t *o, FILE
     for (int i = 0; i < RF_BENCH_MAX_VARIANTS; i++)
         if (!vars[i].ok)
             timing_of[i] = -1;
-    rf_bench_say(o, "timing %d variants: %d rounds x %d observations, graph then eager", nitems,
-                 o->timing.rounds, o->timing.observations);
+    rf_bench_say(o,
+                 "timing %d variants: %d rounds x %d observations, graph (CUPTI %s, %s "
+                 "attribution), control round of %d without CUPTI, then eager",
+                 nitems, o->timing.rounds, o->timing.observations,
+                 o->timing.span && rf_bench_span_ready() ? "on" : "off",
+                 rf_bench_attribution_name(o->timing.attribution),
+                 o->timing.span && rf_bench_span_ready() ? o->timing.control_observations : 0);
     if ((st = rf_bench_time_items(a, &o->timing, items, nitems, (cudaStream_t)stream, timings)))
         goto done;
     for (int i = 0; i < RF_BENCH_MAX_VARIANTS; i++) {
@@ -409,6 +433,11 @@ rf_status_t rf_bench_c_run(rf_allocator_t a, const rf_bench_c_options_t *o, FILE
         rf_bench_say(o, "%s: span %.2f us, event %.2f us, host %.2f us, b2b %.2f us", vars[i].name,
                      t->have_span ? t->span.median : NAN, t->graph_event.median,
                      t->graph_host.median, t->b2b.median);
+        if (t->have_control)
+            rf_bench_say(o, "%s: without CUPTI: event %.2f us, host %.2f us", vars[i].name,
+                         t->control_event.median, t->control_host.median);
+        if (!t->have_span)
+            rf_bench_say(o, "%s: no span: %s", vars[i].name, t->span_note);
     }
     rf_bench_ceilings_t ceil;
     if (o->ceilings) {
@@ -417,7 +446,7 @@ rf_status_t rf_bench_c_run(rf_allocator_t a, const rf_bench_c_options_t *o, FILE
                      ceil.tflops, ceil.note[0] ? "; " : "", ceil.note);
     }
     st = rf_bench_write_json(json_out, o, &info, &d, pkg, vars, RF_BENCH_MAX_VARIANTS, timings,
-                             timing_of, o->ceilings ? &ceil : NULL);
+                             timing_of, nitems > 0 && timings[0].cupti, o->ceilings ? &ceil : NULL);
     if (!st) { /* the JSON keeps the failed rows; the run still fails */
         char failed[256] = "";
         int n = 0;
@@ -428,6 +457,8 @@ rf_status_t rf_bench_c_run(rf_allocator_t a, const rf_bench_c_options_t *o, FILE
         if (n)
             st = RF_ERR(RF_CODE_MISMATCH, "%d variant(s) FAILED:%s (reasons in the JSON)", n,
                         failed);
+        else if (nitems > 0 && timings[0].span_failed)
+            st = RF_ERR(RF_CODE_MISMATCH, "%s", timings[0].span_note);
     }
 done:
     for (int i = 0; i < RF_BENCH_MAX_VARIANTS; i++) {

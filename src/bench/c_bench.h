@@ -3,10 +3,13 @@
  * Loads a package made by `rowfuse compile`, makes fresh random inputs and weights for
  * (rows, channels, hidden) from the seed, and measures, in one process, the empty-kernel
  * floor, each schedule the package holds (conventional, persistent-smem,
- * persistent-gmem, persistent-wgmma) and the runtime's cuBLASLt baseline. Each is captured in a
- * CUDA Graph and checked first (poisoned Y, one replay, rel. L2 vs the CPU fp64 reference), then
- * timed by harness.c. The result is written as JSON, schema rowfuse-bench/1 with tool
- * "c", the same schema as `python -m rowfuse.bench`, so `rowfuse.report` merges both.
+ * persistent-gmem, persistent-wgmma) and the runtime's cuBLASLt baseline. Each is captured
+ * in a CUDA Graph and checked first (poisoned Y, one replay, against the CPU reference in
+ * mixed precision), then timed by harness.c. A GPU span whose CUPTI records do not match
+ * the observations' graphs fails the run (after the JSON, which names the reason, is
+ * written). After the variants, the copy and GEMM ceilings (ceilings.c) are measured. The
+ * result is written as JSON, schema rowfuse-bench/1 with tool "c", the same schema as
+ * `python -m rowfuse.bench`, so `rowfuse.report` merges both.
  *
  * The library does not print: progress lines go to the caller's callback (may be NULL).
  * A variant that cannot be built or fails its check is recorded with its error and the
@@ -40,8 +43,10 @@ typedef struct rf_bench_c_options {
     void *progress_ctx;
 } rf_bench_c_options_t;
 
-/* Fills the defaults of BENCHMARKING.md: 5 rounds x 200, 50 replays x 20 b2b samples,
- * 20 span replays, rf_mlp_tolerance_default(). */
+/* Fills the defaults of BENCHMARKING.md: 5 rounds x 200 (GPU span from CUPTI over those
+ * same graph observations, attributed by correlation id), a control round of 200 per
+ * variant without CUPTI, 50 replays x 20 b2b samples, rf_mlp_tolerance_default(). With
+ * timing.span = 0 CUPTI is not even loaded. */
 void rf_bench_c_options_default(rf_bench_c_options_t *options);
 
 /* Runs the whole benchmark and writes the JSON document to `json_out` (lent). */

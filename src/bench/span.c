@@ -1,7 +1,8 @@
-/* GPU span of one replay from CUPTI activity records (see harness.h). CUPTI is loaded with
- * dlopen so the rowfuse CLI starts on machines without it. CUPTI's buffer callbacks carry
- * no user pointer, so the records of the current measurement go to one file-level
- * collector; measurements are not thread-safe (the bench is single-threaded). */
+/* CUPTI kernel activity records collected while the harness times (see harness.h). CUPTI is
+ * loaded with dlopen so the rowfuse CLI starts on machines without it. CUPTI's buffer
+ * callbacks carry no user pointer, so the records of the collection in progress go to one
+ * file-level collector; collections are not thread-safe (the bench is single-threaded).
+ * Which record belongs to which observation is decided by base/span_attr.c. */
 #define _POSIX_C_SOURCE 200809L
 #include <cupti.h>
 #include <dlfcn.h>
@@ -26,13 +27,15 @@ static struct {
     rf_cupti_next_fn next_record;
     rf_cupti_str_fn result_string;
     int ready;
-    /* the collector of the measurement in progress */
-    uint64_t *starts, *ends;
-    size_t count, capacity;
-    int overflow;
+    /* the collector of the collection in progress */
+    rf_bench_kernel_record_t *records;
+    size_t count, capacity, seen;
+    int enabled;
 } rf_cupti;
 
-#define RF_CUPTI_BUFFER (1u << 20)
+/* Large enough that a bench run's records (thousands of ~200-byte kernel records) fill no
+ * buffer while timing: CUPTI then hands buffers over at the final flush, not mid-round. */
+#define RF_CUPTI_BUFFER (16u << 20)
 
 static void rf_cupti_request(uint8_t **buffer, size_t *size, size_t *max_records) {
     *buffer = aligned_alloc(8, RF_CUPTI_BUFFER);
@@ -52,12 +55,12 @@ static void rf_cupti_complete(CUcontext ctx, uint32_t stream_id, uint8_t *buffer
             continue;
         const CUpti_ActivityKernel10 *k = (const CUpti_ActivityKernel10 *)rec;
         if (rf_cupti.count < rf_cupti.capacity) {
-            rf_cupti.starts[rf_cupti.count] = k->start;
-            rf_cupti.ends[rf_cupti.count] = k->end;
-            rf_cupti.count++;
-        } else {
-            rf_cupti.overflow = 1;
+            rf_bench_kernel_record_t *r = &rf_cupti.records[rf_cupti.count++];
+            r->start = k->start;
+            r->end = k->end;
+            r->correlation = k->correlationId;
         }
+        rf_cupti.seen++;
     }
     free(buffer);
 }
@@ -106,86 +109,62 @@ rf_status_t rf_bench_span_init(void) {
                                              "cuptiActivityEnable"));
     (void)rf_cupti.flush_all(1);
     (void)rf_cupti.disable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
-    rf_cupti.count = 0;
+    rf_cupti.count = rf_cupti.seen = 0;
     rf_cupti.ready = 1;
     return RF_OK;
 }
 
-static int rf_bench_cmp_u64(const void *a, const void *b) {
-    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-    return (x > y) - (x < y);
+int rf_bench_span_ready(void) {
+    return rf_cupti.ready;
 }
 
-rf_status_t rf_bench_span_measure(rf_allocator_t a, const rf_bench_item_t *item,
-                                  cudaStream_t stream, int replays, rf_bench_summary_t *out_span,
-                                  int *out_kernels) {
-    rf_status_t st = RF_OK;
-    *out_kernels = 0;
+rf_status_t rf_bench_span_begin(rf_allocator_t a, size_t capacity) {
     if (!rf_cupti.ready)
         return RF_ERR(RF_CODE_NOT_FOUND, "CUPTI was not initialized (no span)");
-    size_t cap = (size_t)replays * 64, n;
-    uint64_t *mem = NULL;
-    double *spans = NULL;
+    if (rf_cupti.enabled)
+        return RF_ERR(RF_CODE_INTERNAL, "a CUPTI collection is already in progress");
+    size_t bytes;
+    if (capacity == 0 || rf_mul_size(capacity, sizeof(rf_bench_kernel_record_t), &bytes))
+        return RF_ERR(RF_CODE_INVALID_ARGUMENT, "CUPTI collection of %zu records", capacity);
     RF_RETURN_IF_ERROR_PLAIN(
-        rf_alloc(a, 2 * cap * sizeof(uint64_t), "CUPTI records", (void **)&mem));
-    rf_cupti.starts = mem;
-    rf_cupti.ends = mem + cap;
-    rf_cupti.count = 0;
-    rf_cupti.capacity = cap;
-    rf_cupti.overflow = 0;
+        rf_alloc(a, bytes, "CUPTI kernel records", (void **)&rf_cupti.records));
+    rf_cupti.count = rf_cupti.seen = 0;
+    rf_cupti.capacity = capacity;
     (void)cudaDeviceSynchronize();
-    if ((st = rf_cupti_status(rf_cupti.enable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL),
-                              "cuptiActivityEnable")))
-        goto done;
-    for (int i = 0; i < replays && !st; i++) {
-        st = item->replay(item->replay_ctx, stream);
-        cudaError_t err = cudaStreamSynchronize(stream);
-        if (!st && err != cudaSuccess)
-            st = RF_ERR(RF_CODE_CUDA_ERROR, "cudaStreamSynchronize: %s", cudaGetErrorName(err));
+    rf_status_t st = rf_cupti_status(rf_cupti.enable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL),
+                                     "cuptiActivityEnable");
+    if (st) {
+        rf_free(a, rf_cupti.records);
+        rf_cupti.records = NULL;
+        rf_cupti.capacity = 0;
+        return st;
     }
-    (void)rf_cupti.flush_all(1);
+    rf_cupti.enabled = 1;
+    return RF_OK;
+}
+
+rf_status_t rf_bench_span_end(rf_allocator_t a, rf_bench_kernel_record_t **out_records,
+                              size_t *out_count) {
+    *out_records = NULL;
+    *out_count = 0;
+    if (!rf_cupti.enabled)
+        return RF_ERR(RF_CODE_INTERNAL, "no CUPTI collection in progress");
+    (void)cudaDeviceSynchronize();
+    rf_status_t st = rf_cupti_status(rf_cupti.flush_all(1), "cuptiActivityFlushAll");
     (void)rf_cupti.disable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
-    if (st)
-        goto done;
-    n = rf_cupti.count;
-    if (rf_cupti.overflow || n == 0 || n % (size_t)replays) {
+    rf_cupti.enabled = 0;
+    if (!st && rf_cupti.seen > rf_cupti.capacity)
         st = RF_ERR(RF_CODE_MISMATCH,
-                    "CUPTI saw %zu kernel records%s for %d replays (not a multiple)", n,
-                    rf_cupti.overflow ? " (buffer full)" : "", replays);
-        goto done;
+                    "CUPTI delivered %zu kernel records, more than the %zu the observations' "
+                    "graphs can leave",
+                    rf_cupti.seen, rf_cupti.capacity);
+    if (st) {
+        rf_free(a, rf_cupti.records);
+    } else {
+        *out_records = rf_cupti.records;
+        *out_count = rf_cupti.count;
     }
-    /* Records arrive per buffer, not in time order: sort by start, then chunk. Ends are
-     * taken per chunk from the matching records, so sort pairs by start. */
-    {
-        size_t k = n / (size_t)replays;
-        uint64_t *pairs = NULL;
-        if ((st = rf_alloc(a, 2 * n * sizeof(uint64_t), "record pairs", (void **)&pairs)))
-            goto done;
-        for (size_t i = 0; i < n; i++) {
-            pairs[2 * i] = rf_cupti.starts[i];
-            pairs[2 * i + 1] = rf_cupti.ends[i];
-        }
-        qsort(pairs, n, 2 * sizeof(uint64_t), rf_bench_cmp_u64);
-        if ((st = rf_alloc(a, (size_t)replays * sizeof(double), "spans", (void **)&spans))) {
-            rf_free(a, pairs);
-            goto done;
-        }
-        for (int r = 0; r < replays; r++) {
-            uint64_t lo = UINT64_MAX, hi = 0;
-            for (size_t i = (size_t)r * k; i < (size_t)(r + 1) * k; i++) {
-                lo = pairs[2 * i] < lo ? pairs[2 * i] : lo;
-                hi = pairs[2 * i + 1] > hi ? pairs[2 * i + 1] : hi;
-            }
-            spans[r] = (double)(hi - lo) * 1e-3; /* ns -> us */
-        }
-        rf_free(a, pairs);
-        *out_kernels = (int)k;
-        st = rf_bench_summarize(a, spans, (size_t)replays, out_span);
-    }
-done:
-    rf_cupti.starts = rf_cupti.ends = NULL;
-    rf_cupti.capacity = 0;
-    rf_free(a, spans);
-    rf_free(a, mem);
+    rf_cupti.records = NULL;
+    rf_cupti.capacity = rf_cupti.count = rf_cupti.seen = 0;
     return st;
 }

@@ -1,7 +1,10 @@
 /* `rowfuse bench PKGDIR --c [--rows N] [--seed S] [--rounds R] [--obs K] [--tol T]
- *  [--git-rev REV] [-o out.json]`: the benchmark of BENCHMARKING.md from a C host (the
+ *  [--control-obs K] [--no-span] [--span-attribution correlation|order] [--git-rev REV]
+ *  [-o out.json]`: the benchmark of BENCHMARKING.md from a C host (the
  * empty floor, the package's schedules and cuBLASLt; see src/bench/c_bench.h). Progress
- * lines go to stderr, the JSON to -o (default stdout). The Python variants (PyTorch,
+ * lines go to stderr, the JSON to -o (default stdout). The GPU span comes from CUPTI over
+ * the timed graph observations; --control-obs sets the control round without CUPTI (0:
+ * none), --no-span keeps CUPTI off altogether. The Python variants (PyTorch,
  * torch.compile, Triton) are `python -m rowfuse.bench`; `python -m rowfuse.report`
  * merges both. Built without CUDA, the command says so. */
 #include <errno.h>
@@ -21,7 +24,9 @@
 static int rf_bench_usage(const char *why) {
     fprintf(stderr,
             "rowfuse bench: %s\nusage: rowfuse bench PKGDIR --c [--rows N] [--seed S] "
-            "[--rounds R] [--obs K] [--tol T] [--no-ceilings] [--git-rev REV] [-o out.json]\n",
+            "[--rounds R] [--obs K] [--tol T] [--control-obs K] [--no-span] "
+            "[--span-attribution correlation|order] [--no-ceilings] [--git-rev REV] "
+            "[-o out.json]\n",
             why);
     return 2;
 }
@@ -45,8 +50,9 @@ static void rf_bench_progress(void *ctx, const char *line) {
 
 int rf_cmd_bench(int argc, char **argv) {
     const char *pkg = NULL, *out_path = NULL, *git = NULL;
-    int c_host = 0, ceilings = 1;
-    long long rows = 0, seed = -1, rounds = 5, obs = 200;
+    int c_host = 0, span = 1, ceilings = 1;
+    long long rows = 0, seed = -1, rounds = 5, obs = 200, control = 200;
+    const char *attribution = "correlation";
     double tol = rf_mlp_tolerance_default().step_fraction;
     for (int i = 0; i < argc; i++) {
         const char *a = argv[i];
@@ -55,6 +61,17 @@ int rf_cmd_bench(int argc, char **argv) {
             c_host = 1;
         } else if (!strcmp(a, "--no-ceilings")) {
             ceilings = 0; /* skip the copy and GEMM ceilings (ceilings.c) */
+        } else if (!strcmp(a, "--no-span")) {
+            span = 0;
+        } else if (!strcmp(a, "--control-obs")) {
+            if (!val || rf_bench_parse_ll(val, 0, &control))
+                return rf_bench_usage("expected an integer >= 0 after --control-obs");
+            i++;
+        } else if (!strcmp(a, "--span-attribution")) {
+            if (!val || (strcmp(val, "correlation") && strcmp(val, "order")))
+                return rf_bench_usage("--span-attribution takes correlation or order");
+            attribution = val;
+            i++;
         } else if (!strcmp(a, "--rows") || !strcmp(a, "--seed") || !strcmp(a, "--rounds") ||
                    !strcmp(a, "--obs")) {
             long long *dst = !strcmp(a, "--rows")     ? &rows
@@ -96,6 +113,9 @@ int rf_cmd_bench(int argc, char **argv) {
     (void)out_path;
     (void)git;
     (void)ceilings;
+    (void)span;
+    (void)control;
+    (void)attribution;
     return rf_cli_report("bench", RF_ERR(RF_CODE_UNSUPPORTED,
                                          "this rowfuse was built without CUDA: bench --c "
                                          "needs the CUDA runtime (src/runtime) and a GPU"));
@@ -107,6 +127,11 @@ int rf_cmd_bench(int argc, char **argv) {
     o.seed = seed >= 0 ? (uint64_t)seed : (uint64_t)time(NULL) ^ ((uint64_t)clock() << 20);
     o.timing.rounds = (int)rounds;
     o.timing.observations = (int)obs;
+    o.timing.span = span;
+    o.timing.control_observations = (int)(control > 100000 ? 100000 : control);
+    rf_status_t pst = rf_bench_attribution_parse(attribution, &o.timing.attribution);
+    if (pst)
+        return rf_cli_report("bench", pst);
     o.tol.step_fraction = tol;
     o.ceilings = ceilings;
     o.git_revision = git ? git : getenv("ROWFUSE_GIT_REV");

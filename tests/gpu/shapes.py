@@ -4,11 +4,29 @@ three compute-sanitizer shapes), then N seeded random ones (rows 1..5000, C and 
 60% not multiples of 16), each (C, H) once.
 
     python3 tests/gpu/shapes.py --seed 2026 --random 20
+
+With --regret N: the scheduler's out-of-sample shapes instead (tests/gpu/regret.sh), one
+"rows channels hidden regime" per line, drawn per regime (never a development shape):
+  tiny      latency-bound: rows 1..256, C and H 8..256
+  memory    memory-bound, many rows, few channels: rows 50k..500k, C 8..64, H 8..128
+  compute   compute-bound, wide: rows 256..8192, C 256..1024, H 512..2048
+  partial   partial tiles everywhere: rows 1k..50k not a multiple of 64, C and H 24..600
+            not multiples of 16
+  any       log-uniform over rows 1..500k, C 8..1024, H 8..2048
+  wide      C 1025..2048 (the issue's full range; no rowfuse kernel fits there today, so
+            these show what the scheduler's choice does where only cuBLASLt could run)
+The draw is log-uniform within each regime's ranges. The GPU check computes the CPU
+reference of every shape (~6-14 s per GFLOP on one core), so FLOPs are capped: 1.5 GFLOP
+per shape, 2.6..3.5 GFLOP for two shapes drawn past the scheduler's 2.5 GFLOP crossover
+(one compute, one memory: where it switches to cuBLASLt), 1 GFLOP for the wide ones.
+
+    python3 tests/gpu/shapes.py --seed 2027 --regret 24
 """
 
 from __future__ import annotations
 
 import argparse
+import math
 import random
 
 
@@ -28,11 +46,76 @@ def shapes(seed: int, n: int) -> list[tuple[int, int, int]]:
     return out
 
 
+DEV_SHAPES = {
+    (49, 48, 96),
+    (64, 64, 128),
+    (1000, 96, 200),
+    (4096, 128, 512),
+    (131072, 32, 64),
+    (8192, 512, 2048),
+}
+FLOP_CAP = 1.5e9
+CROSSOVER = (2.6e9, 3.5e9)  # above the scheduler's ~2.5 GFLOP line (src/compile/schedule.c)
+WIDE_CAP = 1.0e9
+
+# regime: (rows range, C range, H range), ranges inclusive
+REGIMES = {
+    "tiny": ((1, 256), (8, 256), (8, 256)),
+    "memory": ((50_000, 500_000), (8, 64), (8, 128)),
+    "compute": ((256, 8192), (256, 1024), (512, 2048)),
+    "partial": ((1000, 50_000), (24, 600), (24, 600)),
+    "any": ((1, 500_000), (8, 1024), (8, 2048)),
+    "wide": ((1, 2000), (1025, 2048), (8, 2048)),
+}
+
+
+def _log_uniform(rng: random.Random, lo: int, hi: int) -> int:
+    return int(round(math.exp(rng.uniform(math.log(lo), math.log(hi)))))
+
+
+def regret_shapes(seed: int, n: int) -> list[tuple[int, int, int, str]]:
+    """n >= 12 shapes: two wide ones, a compute and a memory one past the crossover, the
+    rest spread over tiny, memory, compute, partial and any in turn."""
+    if n < 12:
+        raise ValueError("at least 12 regret shapes (2 wide, 2 crossover, 8 across regimes)")
+    rng = random.Random(seed)
+    plan = ["wide", "wide", "crossover-compute", "crossover-memory"]
+    cycle = ["tiny", "memory", "compute", "partial", "any"]
+    plan += [cycle[i % len(cycle)] for i in range(n - len(plan))]
+    out, seen = [], set(DEV_SHAPES)
+    for regime in plan:
+        while True:
+            base = regime.removeprefix("crossover-")
+            r_rng, c_rng, h_rng = REGIMES[base]
+            if base != regime:  # uniform C and H reach the crossover more often
+                rows, c, h = (_log_uniform(rng, *r_rng), rng.randint(*c_rng), rng.randint(*h_rng))
+            else:
+                rows, c, h = (_log_uniform(rng, *r) for r in (r_rng, c_rng, h_rng))
+            if regime == "partial":
+                rows += 1 if rows % 64 == 0 else 0
+                c += 1 if c % 16 == 0 else 0
+                h += 1 if h % 16 == 0 else 0
+            flops = 4.0 * rows * c * h
+            lo, hi = (
+                CROSSOVER if base != regime else (0.0, WIDE_CAP if regime == "wide" else FLOP_CAP)
+            )
+            if lo <= flops <= hi and (rows, c, h) not in seen:
+                break
+        seen.add((rows, c, h))
+        out.append((rows, c, h, base))
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--seed", type=int, default=2026)
     ap.add_argument("--random", type=int, default=20)
+    ap.add_argument("--regret", type=int, default=0, help="N out-of-sample scheduler shapes")
     a = ap.parse_args()
+    if a.regret:
+        for s in regret_shapes(a.seed, a.regret):
+            print(*s)
+        return
     for s in shapes(a.seed, a.random):
         print(*s)
 
