@@ -493,12 +493,16 @@ def summary_line(r: dict) -> str:
 
 def gpu_run(args) -> dict:
     """Each carried CUDA module checked, then timed beside PyTorch eager and torch.compile
-    (each also from a CUDA graph) on the same input (rowfuse.lab.gpu's harness)."""
+    (each also from a CUDA graph) on the same input (rowfuse.lab.gpu's harness). With
+    --device cpu, a dry run of the same code on llvm-cpu modules (no graphs, no spans)."""
     import torch
 
     from .lab import gpu as labgpu
     from .lab import iree_run
 
+    gpu = args.device == "cuda"
+    driver = "cuda" if gpu else "local-task"
+    sync = torch.cuda.synchronize if gpu else (lambda: None)
     folders = sorted(
         d
         for d in os.listdir(args.carry)
@@ -515,7 +519,7 @@ def gpu_run(args) -> dict:
     for name in folders:
         folder = os.path.join(args.carry, name)
         try:
-            module = iree_run.load(os.path.join(folder, "module.vmfb"), "cuda")
+            module = iree_run.load(os.path.join(folder, "module.vmfb"), driver)
             xd, box = module.to_device(x), {}
 
             def launch(module=module, xd=xd, box=box):
@@ -526,7 +530,7 @@ def gpu_run(args) -> dict:
                 f"IREE {name} ({args.iree_mode})",
                 launch,
                 lambda box=box: box["y"].to_host(),
-                torch.cuda.synchronize,
+                sync,
             )
             with open(os.path.join(folder, "splice.json")) as f:
                 v.result["splice"] = json.load(f)
@@ -534,7 +538,7 @@ def gpu_run(args) -> dict:
         except Exception as e:
             failed[f"iree-{name}"] = {"label": f"IREE {name}", "error": f"{type(e).__name__}: {e}"}
     if not args.no_torch:
-        variants += labgpu._torch_variants(model, torch.from_numpy(x), "cuda", True, failed)
+        variants += labgpu._torch_variants(model, torch.from_numpy(x), args.device, gpu, failed)
     res["variants"].update(failed)
     ready = []
     for v in variants:
@@ -557,7 +561,7 @@ def gpu_run(args) -> dict:
             ready.append(v)
     if ready:
         labgpu._time(ready, args.rounds, args.obs)
-        for v in ready:
+        for v in ready if gpu else []:
             try:
                 labgpu._spans(v, args.span_calls)
             except Exception as e:
@@ -610,6 +614,7 @@ def main(argv=None) -> int:
     g.add_argument("--rounds", type=int, default=5)
     g.add_argument("--obs", type=int, default=200)
     g.add_argument("--span-calls", type=int, default=20)
+    g.add_argument("--device", choices=["cuda", "cpu"], default="cuda", help="cpu: a dry run")
     g.add_argument("--table", nargs="*", help="print the table of these run JSON files")
     g.add_argument("-o", "--json")
     args = p.parse_args(argv)
@@ -654,10 +659,10 @@ def main(argv=None) -> int:
     from .bench import init_profiler_for_graphs
     from .lab import gpu as labgpu
 
-    args.device = "cuda"
     if args.iree_mode == "graphs":
         rt.flags.parse_flags("--cuda_use_streams=false")
-    init_profiler_for_graphs()
+    if args.device == "cuda":
+        init_profiler_for_graphs()
     res = gpu_run(args)
     if args.json:
         labgpu._write(res, args.json)
