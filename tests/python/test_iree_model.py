@@ -1,10 +1,10 @@
+# ruff: noqa: E501 (the fixtures are IREE flow-phase lines as printed)
 """rowfuse.iree_model without IREE compiles: the splice evidence read from IREE's flow phase,
 the token flips and the derived bound with an upstream input difference. The end-to-end
 run (build, link, IREE runtime against PyTorch fp64, the planted fault) is in
 tests/mlir/flow.sh."""
 
 import numpy as np
-
 from rowfuse import iree_block, iree_model
 
 FLOW_EXTERN = """
