@@ -253,6 +253,22 @@ struct ToIreePass : rowfuse::impl::RowfuseToIreeBase<ToIreePass> {
         return ok;
     }
 
+    /// function=NAME: the one function becomes private @NAME, the block as a callee a larger
+    /// model links (python/rowfuse/iree_model.py); IREE inlines it where it is called.
+    LogicalResult renameFunction() {
+        auto funcs = llvm::to_vector(getOperation().getOps<func::FuncOp>());
+        if (funcs.size() != 1)
+            return getOperation().emitError()
+                   << "--rowfuse-to-iree=function=" << function
+                   << " links one block: the module must hold one function, not " << funcs.size();
+        func::FuncOp f = funcs.front();
+        if (SymbolTable::lookupSymbolIn(getOperation(), function) && f.getSymName() != function)
+            return f.emitError() << "function=" << function << ": the symbol is taken";
+        f.setSymName(function);
+        f.setPrivate();
+        return success();
+    }
+
     void runOnOperation() override {
         if (kernels != "extern" && kernels != "codegen") {
             getOperation().emitError() << "--rowfuse-to-iree: kernels must be extern or codegen, "
@@ -299,6 +315,8 @@ struct ToIreePass : rowfuse::impl::RowfuseToIreeBase<ToIreePass> {
         GreedyRewriteConfig config;
         config.enableFolding(false); // keep the IR as written: IREE folds what it wants
         if (failed(applyPatternsGreedily(getOperation(), std::move(patterns), config)))
+            return signalPassFailure();
+        if (!function.empty() && failed(renameFunction()))
             return signalPassFailure();
         bool left = false;
         getOperation().walk([&](Operation *op) {

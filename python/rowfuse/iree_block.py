@@ -109,16 +109,21 @@ def h_rounded(y, ref, alt) -> bool:
     return bool(10.0 * np.median(dy) <= np.median(np.abs(np.asarray(y, np.float64) - alt)[pos]))
 
 
-def derived_bound(x, w1, b1, w2, b2) -> np.ndarray:
+def derived_bound(x, w1, b1, w2, b2, dx=None) -> np.ndarray:
     """Per element of Y, the largest |y - ref| two correct mixed-precision implementations
-    of the block can differ by (see the module docstring). x, w1, w2 fp16; b1, b2 fp32."""
+    of the block can differ by (see the module docstring). x, w1, w2 fp16; b1, b2 fp32.
+    dx (optional, >= 0, x's shape): how far the other implementation's input may be from x
+    elementwise (an upstream fp16 rounding that may fall the other way: rowfuse.iree_model);
+    it is carried through W1 into the H flips, and straight through the residual."""
     x, w1, w2 = (np.asarray(a, np.float16).astype(np.float64) for a in (x, w1, w2))
     b1, b2 = (np.asarray(a, np.float32).astype(np.float64) for a in (b1, b2))
+    dx = np.zeros_like(x) if dx is None else np.asarray(dx, np.float64)
     c, hdim = w1.shape
+    ax = np.abs(x) + dx  # a bound on either side's |input|
     # stage 1: p1 = X W1 (each side: an fp32 sum, then fp32 roundings of p1 and p1 + b1)
     p1 = x @ w1
     a1 = p1 + b1
-    e1 = gamma(c) * (np.abs(x) @ np.abs(w1)) + 2.0 * U32 * (np.abs(p1) + np.abs(b1))
+    e1 = gamma(c) * (ax @ np.abs(w1)) + 2.0 * U32 * (np.abs(p1) + np.abs(b1)) + dx @ np.abs(w1)
     v = np.maximum(a1, 0.0)  # relu: 1-Lipschitz, so e1 bounds the error after it too
     dh = _fp16_flip(v, e1)  # H elements that may differ, by one fp16 ulp
     h = v.astype(np.float16).astype(np.float64)
@@ -126,9 +131,9 @@ def derived_bound(x, w1, b1, w2, b2) -> np.ndarray:
     p2 = h @ w2
     s2 = (np.abs(h) + dh) @ np.abs(w2)
     carried = dh @ np.abs(w2)
-    adds = 4.0 * U32 * (np.abs(p2) + np.abs(b2) + np.abs(x)) + U32 * np.abs(p2)
+    adds = 4.0 * U32 * (np.abs(p2) + np.abs(b2) + ax) + U32 * np.abs(p2)
     rounding = gamma(hdim) * s2 + adds
-    return carried + rounding  # the final relu is 1-Lipschitz
+    return carried + rounding + dx  # the final relu is 1-Lipschitz
 
 
 # ---------------------------------------------------------------- running a module

@@ -10,7 +10,11 @@
  *   DIR/iree_input.mlir  after rowfuse-opt --rowfuse-to-iree: what iree-compile reads
  *   DIR/module.vmfb      iree-compile's module for --device llvm-cpu or cuda (sm_89 PTX; an
  *                        extern kernel's PTX is the package's sm_90a, JIT-compiled by the
- *                        driver)
+ *                        driver); not with --function
+ *
+ * --function NAME emits the block as a private function NAME in DIR/iree_input.mlir (no
+ * module.vmfb): the rowfuse region a larger model links and calls (python -m
+ * rowfuse.iree_model builds that model; notes/mlir.md).
  *
  * --schedule auto|NAME runs --rowfuse-schedule with that mode; stock skips it, so IREE
  * forms the dispatches itself. --kernels codegen (the default for llvm-cpu) has IREE
@@ -19,6 +23,7 @@
  * build-mlir/bin next to rowfuse (`make mlir`), iree-compile from $RF_IREE_COMPILE or PATH
  * (pip iree-base-compiler), the kernel generator as for `rowfuse compile`. */
 #define _POSIX_C_SOURCE 200809L
+#include <ctype.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -36,14 +41,24 @@
 #define RF_IREE_USAGE                                                                              \
     "usage: rowfuse iree (MODEL.onnx | --mlp ROWSxCHANNELSxHIDDEN [--seed S]) [--rows N] "         \
     "[--schedule auto|NAME|stock] [--device llvm-cpu|cuda] [--kernels extern|codegen] "            \
-    "[--target h200|h100-sxm|h100-pcie] [--sms N] [--cuda-target sm_89] -o DIR"
+    "[--target h200|h100-sxm|h100-pcie] [--sms N] [--cuda-target sm_89] [--function NAME] -o DIR"
 
 typedef struct iree_args {
-    const char *model, *mlp, *schedule, *device, *kernels, *target, *cuda_target, *out;
+    const char *model, *mlp, *schedule, *device, *kernels, *target, *cuda_target, *function, *out;
     uint64_t seed;
     int64_t rows;
     int sms;
 } iree_args_t;
+
+/* An MLIR symbol rowfuse-opt's option string and the linker take as they are. */
+static int valid_symbol(const char *s) {
+    if (!s[0] || !(isalpha((unsigned char)s[0]) || s[0] == '_'))
+        return 0;
+    for (; *s; s++)
+        if (!(isalnum((unsigned char)*s) || *s == '_'))
+            return 0;
+    return 1;
+}
 
 static rf_status_t parse(int argc, char **argv, iree_args_t *a) {
     memset(a, 0, sizeof *a);
@@ -80,6 +95,8 @@ static rf_status_t parse(int argc, char **argv, iree_args_t *a) {
             a->sms = (int)strtol(v, &end, 10);
         else if (!strcmp(k, "--cuda-target"))
             a->cuda_target = v;
+        else if (!strcmp(k, "--function"))
+            a->function = v;
         else if (!strcmp(k, "-o") || !strcmp(k, "--output"))
             a->out = v;
         else
@@ -101,6 +118,10 @@ static rf_status_t parse(int argc, char **argv, iree_args_t *a) {
         return RF_ERR(RF_CODE_INVALID_ARGUMENT,
                       "--kernels extern dispatches the package's CUDA kernels: use --device "
                       "cuda, or --kernels codegen");
+    if (a->function && !valid_symbol(a->function))
+        return RF_ERR(RF_CODE_INVALID_ARGUMENT,
+                      "--function wants a symbol name ([A-Za-z_][A-Za-z0-9_]*), not '%s'",
+                      a->function);
     if (strcmp(a->schedule, "auto") && strcmp(a->schedule, "stock")) {
         rf_schedule_t s;
         RF_RETURN_IF_ERROR(rf_schedule_parse(a->schedule, &s),
@@ -185,7 +206,7 @@ static rf_status_t build_package(const iree_args_t *a, const rf_mlp_weights_t *w
 static rf_status_t run(const iree_args_t *a, const rf_mlp_weights_t *w, const char *hash,
                        const char *desc) {
     char opt[4200], bindir[4096], contract[4200], scheduled[4200], input[4200], vmfb[4200];
-    char pkg[4200], ptxdir[4300], sched_flag[512], iree_flag[8800], cuda_flag[128];
+    char pkg[4200], ptxdir[4300], sched_flag[512], iree_flag[9000], cuda_flag[128];
     int stock = !strcmp(a->schedule, "stock"), ext = !strcmp(a->kernels, "extern");
     RF_RETURN_IF_ERROR_PLAIN(
         rf_cli_find_dir("RF_MLIR_BIN_DIR", "build-mlir/bin", "rowfuse-opt", bindir, sizeof bindir));
@@ -209,12 +230,20 @@ static rf_status_t run(const iree_args_t *a, const rf_mlp_weights_t *w, const ch
         char *argv[] = {opt, contract, sched_flag, "--rowfuse-explain", "-o", scheduled, NULL};
         RF_RETURN_IF_ERROR_PLAIN(rf_tool_run(argv, "the schedule pass"));
     }
-    snprintf(iree_flag, sizeof iree_flag, "--rowfuse-to-iree=kernels=%s ptx-dir=%s dump-ptx=%s",
-             a->kernels, ptxdir, a->out);
+    snprintf(iree_flag, sizeof iree_flag, "--rowfuse-to-iree=kernels=%s ptx-dir=%s dump-ptx=%s%s%s",
+             a->kernels, ptxdir, a->out, a->function ? " function=" : "",
+             a->function ? a->function : "");
     char *to_iree[] = {
         opt, stock ? contract : scheduled, "--allow-unregistered-dialect", iree_flag, "-o", input,
         NULL};
     RF_RETURN_IF_ERROR_PLAIN(rf_tool_run(to_iree, "rowfuse-opt --rowfuse-to-iree"));
+    if (a->function) {
+        printf("iree %s: residual MLP %lldx%lldx%lld, schedule %s, %s kernels -> private "
+               "@%s in %s (%s; link it into a model: python -m rowfuse.iree_model)\n",
+               desc, (long long)a->rows, (long long)w->channels, (long long)w->hidden, a->schedule,
+               stock ? "IREE's" : a->kernels, a->function, input, a->device);
+        return RF_OK;
+    }
     snprintf(cuda_flag, sizeof cuda_flag, "--iree-cuda-target=%s", a->cuda_target);
     char *cpu[] = {(char *)iree,
                    input,

@@ -10,7 +10,11 @@
 #      reference, then timed (host completion, CUDA events for rowfuse, CUPTI span);
 #   2. the IREE modules again with CUDA-graph command buffers (--cuda_use_streams=false,
 #      read once per process);
-#   3. the table of both runs, printed last.
+#   3. the bigger model (python -m rowfuse.iree_model gpu: attention then a token residual
+#      MLP in one IREE module, the block as the package's custom dispatches or stock),
+#      each checked against PyTorch fp64 and timed beside PyTorch eager and torch.compile,
+#      IREE with stream command buffers, then again with CUDA graphs;
+#   4. the tables, printed last.
 # Logs and run JSON under $OUT/mlir/. Exit status: 0 when every variant ran and matched.
 set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 2
@@ -51,6 +55,16 @@ timeout 60 "$PY" -m rowfuse.iree_gpu --carry "$CARRY" --iree-mode graphs --no-ro
 RC2=$?
 grep '^\[mlir' "$DEST/run_graphs.log" | cut -c1-160
 
+echo "== the bigger model (streams, then CUDA graphs)"
+timeout 150 "$PY" -m rowfuse.iree_model gpu --carry "$CARRY/model" --iree-mode streams \
+    -o "$DEST/model_streams.json" >"$DEST/model_streams.log" 2>&1
+RC3=$?
+grep '^\[model' "$DEST/model_streams.log" | cut -c1-160
+timeout 90 "$PY" -m rowfuse.iree_model gpu --carry "$CARRY/model" --iree-mode graphs \
+    --no-torch -o "$DEST/model_graphs.json" >"$DEST/model_graphs.log" 2>&1
+RC4=$?
+grep '^\[model' "$DEST/model_graphs.log" | cut -c1-160
+
 runs=$(ls "$DEST"/run_streams.json "$DEST"/run_graphs.json 2>/dev/null)
 if [ -z "$runs" ]; then
     echo "mlir.sh: no run wrote its JSON; the logs' tails:" >&2
@@ -60,5 +74,16 @@ fi
 echo "== table (medians, us; $DEST)"
 # shellcheck disable=SC2086
 "$PY" -m rowfuse.iree_gpu --carry "$CARRY" --table $runs | tee "$DEST/table.md"
-echo "== mlir.sh: streams run exit $RC1, graphs run exit $RC2 (124 = timed out)"
-[ "$RC1" = 0 ] && [ "$RC2" = 0 ]
+models=$(ls "$DEST"/model_streams.json "$DEST"/model_graphs.json 2>/dev/null)
+if [ -n "$models" ]; then
+    echo "== the bigger model (medians, us)"
+    # shellcheck disable=SC2086
+    "$PY" -m rowfuse.iree_model gpu --carry "$CARRY/model" --table $models |
+        tee "$DEST/model_table.md"
+else
+    echo "mlir.sh: the bigger model wrote no JSON; its logs' tails:" >&2
+    tail -n 30 "$DEST"/model_*.log >&2
+fi
+echo "== mlir.sh: streams run exit $RC1, graphs run exit $RC2, model runs exit $RC3, $RC4" \
+    "(124 = timed out)"
+[ "$RC1" = 0 ] && [ "$RC2" = 0 ] && [ "$RC3" = 0 ] && [ "$RC4" = 0 ]

@@ -9,7 +9,13 @@
 #      on the ONNX model itself);
 #   3. `rowfuse iree --device cuda` with the package's kernels as custom dispatches
 #      (persistent-smem, conventional) and stock: compiled, not run; the adapted PTX
-#      assembled by ptxas for sm_90a when ptxas is found; launches counted in IREE's hal phase.
+#      assembled by ptxas for sm_90a when ptxas is found; launches counted in IREE's hal phase;
+#   4. the bigger model (python -m rowfuse.iree_model: the lab's attention, then a token
+#      residual MLP rowfuse schedules, linked into one IREE module): for llvm-cpu in
+#      persistent-smem (the block one dispatch) and stock (IREE's own lowering, two), each
+#      run through the IREE runtime against PyTorch fp64; b2 zeroed in the rowfuse function
+#      (a planted fault) must fail that check; for cuda the package's fused_smem kernel as
+#      the block's one dispatch (compiled, not run). Each build checks the splice itself.
 # Output in $OUT (default build-mlir/flow); every folder keeps contract.mlir,
 # scheduled.mlir, iree_input.mlir and module.vmfb. Environment: RF_BIN (rowfuse, default
 # build/rowfuse), RF_MLIR_BIN_DIR (rowfuse-opt's folder), RF_PYTHON.
@@ -65,4 +71,18 @@ if [ -n "$PTXAS" ]; then
 else
     echo "  (no ptxas here: the adapted PTX was not assembled)"
 fi
+
+echo "== a model bigger than the block (python -m rowfuse.iree_model)"
+"$PY" -m rowfuse.iree_model build -o "$OUT/model-cpu-persistent-smem" | tail -n 1
+"$PY" -m rowfuse.iree_model build -o "$OUT/model-cpu-stock" --schedule stock | tail -n 1
+"$PY" -m rowfuse.iree_model check "$OUT/model-cpu-persistent-smem" "$OUT/model-cpu-stock" \
+    --trials 3 -o "$OUT/model-check.json"
+"$PY" -m rowfuse.iree_model build -o "$OUT/model-cpu-fault" --plant-fault zero-b2 | tail -n 1
+if "$PY" -m rowfuse.iree_model check "$OUT/model-cpu-fault" --trials 1 >"$OUT/model-fault.log"; then
+    echo "flow.sh: the model with b2 zeroed in the rowfuse function passed the check" >&2
+    exit 1
+fi
+echo "  planted fault (b2 zeroed in the rowfuse function) fails the check, as it must:"
+head -n 1 "$OUT/model-fault.log" | sed 's/^/    /' | cut -c1-200
+"$PY" -m rowfuse.iree_model build -o "$OUT/model-cuda-persistent-smem" --device cuda | tail -n 1
 echo "flow.sh: ok ($OUT)"

@@ -91,6 +91,7 @@ def test_usage_errors():
         (["--mlp", "49x48x96", "--device", "tpu"], "--device must be llvm-cpu or cuda"),
         (["--mlp", "49x48x96", "--kernels", "extern"], "use --device cuda"),
         (["--mlp", "49x48"], "--mlp wants ROWSxCHANNELSxHIDDEN"),
+        (["--mlp", "49x48x96", "--function", "a b"], "--function wants a symbol name"),
         (["--mlp", "49x48x96"], "usage: rowfuse iree"),
     ],
 )

@@ -47,6 +47,8 @@ def RowfuseToIree : Pass<"rowfuse-to-iree", "::mlir::ModuleOp"> {
           itself, for any target (the CPU check).
       contract ops left (no schedule, or cublaslt): linalg, which IREE fuses into
           dispatches of its own choosing: the stock variant.
+    function=NAME emits the block as a function to link into a larger model: the module's
+    one function is renamed NAME and made private (IREE inlines it at its call site).
     IREE's ops and attributes are not in MLIR 22: they are built as unregistered
     operations and opaque attributes and printed in generic form, which both parse.
   }];
@@ -57,6 +59,8 @@ def RowfuseToIree : Pass<"rowfuse-to-iree", "::mlir::ModuleOp"> {
            "folder holding each kernel's PTX (a package's kernels/), for kernels=extern">,
     Option<"dumpPtx", "dump-ptx", "std::string", /*default=*/"\"\"",
            "also write each adapted PTX there as <name>.iree.ptx (the object's path)">,
+    Option<"function", "function", "std::string", /*default=*/"\"\"",
+           "rename the module's one function to this private symbol (a block to link)">,
   ];
 }
 

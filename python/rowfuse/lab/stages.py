@@ -87,11 +87,11 @@ def export_fx(module, example, out: str) -> object:
     return ep
 
 
-def import_torch_mlir(ep, out: str) -> str:
-    """iree-turbine's importer on the exported program -> out/model.torch.mlir."""
+def import_torch_mlir(ep, out: str, name: str = "model.torch.mlir") -> str:
+    """iree-turbine's importer on the exported program -> out/NAME."""
     from iree.turbine import aot
 
-    path = os.path.join(out, "model.torch.mlir")
+    path = os.path.join(out, name)
     with warnings.catch_warnings():
         # turbine copies weights with np.array(tensor), which numpy 2 flags; harmless.
         warnings.filterwarnings("ignore", "__array__ implementation", DeprecationWarning)
