@@ -86,9 +86,13 @@ void rf_compile_options_default(rf_compile_options_t *options);
 int rf_schedule_grid_balanced(rf_schedule_t schedule);
 
 /* The scheduler: the schedule "auto" stands for at this shape on this target, and why
- * (written into out_reason, at most reason_size bytes). */
+ * (written into out_reason, at most reason_size bytes). available[s] != 0 for the
+ * schedules the package can build (NULL: all); cuBLASLt is always available. */
 rf_schedule_t rf_schedule_choose(int64_t rows, int64_t channels, int64_t hidden,
-                                 const rf_target_t *target, char *out_reason, size_t reason_size);
+                                 const rf_target_t *target, const int *available, char *out_reason,
+                                 size_t reason_size);
+/* The cost model's predicted GPU span of schedule s at this shape, in microseconds. */
+double rf_schedule_cost_us(rf_schedule_t schedule, int64_t rows, int64_t channels, int64_t hidden);
 
 /* The geometry of one kernel (the generator builds exactly this). UNSUPPORTED with the
  * reason when the shape does not fit the target (accumulator registers, shared memory). */

@@ -28,12 +28,23 @@ int rf_cmd_schedule(int argc, char **argv) {
         return rf_cli_report("schedule", RF_ERR(RF_CODE_INVALID_ARGUMENT,
                                                 "usage: rowfuse schedule --rows M --channels C "
                                                 "--hidden H"));
-    rf_target_t t;
-    char reason[256];
-    rf_status_t st = rf_target_lookup("h200", &t);
-    if (st)
+    /* the planner itself, so the schedules that cannot fit the shape do not compete */
+    rf_compile_options_t o;
+    rf_compile_options_default(&o);
+    o.rows = v[0];
+    rf_plan_t plan;
+    rf_status_t st = rf_compile_plan(v[1], v[2], &o, &plan);
+    if (st && rf_status_code(st) != RF_CODE_UNSUPPORTED)
         return rf_cli_report("schedule", st);
-    rf_schedule_t s = rf_schedule_choose(v[0], v[1], v[2], &t, reason, sizeof reason);
-    printf("%s\t%s\n", rf_schedule_name(s), reason);
+    if (st) { /* no rowfuse kernel fits: the choice is still defined (the vendor baseline) */
+        rf_status_free(st);
+        int none[RF_SCHEDULE_COUNT] = {0};
+        char reason[256];
+        rf_schedule_t s =
+            rf_schedule_choose(v[0], v[1], v[2], &plan.target, none, reason, sizeof reason);
+        printf("%s\t%s\n", rf_schedule_name(s), reason);
+        return 0;
+    }
+    printf("%s\t%s\n", rf_schedule_name(plan.schedule), plan.reason);
     return 0;
 }

@@ -116,10 +116,8 @@ rf_status_t rf_compile_plan(int64_t channels, int64_t hidden, const rf_compile_o
     p->max_grid = o->max_grid;
     snprintf(p->model, sizeof p->model, "%s", o->model ? o->model : "");
     snprintf(p->library, sizeof p->library, "librowfuse_pkg.so");
-    if (!o->schedule || !strcmp(o->schedule, "auto"))
-        p->schedule =
-            rf_schedule_choose(o->rows, channels, hidden, &p->target, p->reason, sizeof p->reason);
-    else {
+    int is_auto = !o->schedule || !strcmp(o->schedule, "auto");
+    if (!is_auto) {
         RF_RETURN_IF_ERROR_PLAIN(rf_schedule_parse(o->schedule, &p->schedule));
         snprintf(p->reason, sizeof p->reason, "chosen with --schedule");
     }
@@ -144,6 +142,13 @@ rf_status_t rf_compile_plan(int64_t channels, int64_t hidden, const rf_compile_o
             ps->kernel[i] = p->kernel_count;
             p->kernels[p->kernel_count++] = specs[i];
         }
+    }
+    if (is_auto) { /* among the schedules that fit (cuBLASLt always does) */
+        int available[RF_SCHEDULE_COUNT];
+        for (int s = 0; s < RF_SCHEDULE_COUNT; s++)
+            available[s] = p->schedules[s].available;
+        p->schedule = rf_schedule_choose(o->rows, channels, hidden, &p->target, available,
+                                         p->reason, sizeof p->reason);
     }
     if (!p->schedules[p->schedule].available)
         return RF_ERR(RF_CODE_UNSUPPORTED, "schedule %s cannot run %lldx%lldx%lld on %s: %s",

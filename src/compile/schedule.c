@@ -1,40 +1,81 @@
-/* The scheduler behind `--schedule auto`: a two-line cost model fitted to H200 measurements
- * (notes/bench.md, run 3, 2026-12-02, GPU span of one graph replay):
+/* The scheduler behind `--schedule auto`: one cost line per schedule, fitted to the H200's
+ * GPU spans at the six development shapes (notes/bench.md, run 8, C host; 8192x512x2048
+ * from run 6, where persistent-wgmma had not run yet), and judged on shapes it was not
+ * fitted to by tests/gpu/regret.sh:
  *
- *   persistent-smem (mma.sync, weights staged or streamed through shared memory):
- *       t ~= F / 180 TFLOP/s      at 8192x512x2048: 34.4 GFLOP in 192 us
- *   cublaslt (four kernels: two Hopper GEMMs with epilogues plus glue):
- *       t ~= 7.5 us + F / 400 TFLOP/s   8192x512x2048: 86 us; 7.3-8.9 us at small shapes
+ *     t_s = fixed_s + F / rate_s + B_s / bandwidth_s
  *
- * with F = 4 M C H, the block's FLOPs. The two lines cross near 2.5 GFLOP: below it the
- * megakernel's single launch wins (every small and medium development shape, by 0.2x-0.9x;
- * 4096x128x512 at 1.07 GFLOP: 11.2 vs 12.7 us), above it the vendor GEMMs' higher rate
- * does (8192x512x2048: 86 vs 192 us). persistent-gmem and conventional lost to
- * persistent-smem at every development shape, so the model leaves them out. The bench
- * report keeps every loser's time, so a shape where this rule loses shows up there. */
+ * with F = 4 M C H the block's FLOPs and B_s the bytes the schedule moves through memory:
+ * X (2 M C) and Y (4 M C) once, the weights (4 C H), and for the schedules that route H
+ * through global memory (persistent-gmem, conventional, cuBLASLt) H written and read
+ * (4 M H). Fitted by non-negative least squares on relative error, one line per schedule:
+ *
+ *     schedule           fixed (us)  rate (TFLOP/s)  bandwidth (TB/s)
+ *     persistent-smem       1.83          176              3.8
+ *     persistent-gmem       2.20          153              2.0
+ *     conventional          3.67          199              1.7
+ *     persistent-wgmma      3.40          205             16.5 (its traffic stays in L2)
+ *     cublaslt              6.71          910              2.4
+ *
+ * The fit is rough where one wave of tiles runs a long serial chain per tile (1000x96x200:
+ * every line is 20-35% low); the choice only needs the order. Only the schedules the package
+ * can build compete (`available`; NULL means all), so a shape no rowfuse kernel fits goes to
+ * cuBLASLt and one TMA cannot stride keeps the mma.sync kernels. */
+#include <math.h>
 #include <stdio.h>
 
 #include "rowfuse/compile.h"
 
-#define RF_SMEM_FLOPS_PER_US 180.0e6     /* 180 TFLOP/s */
-#define RF_CUBLASLT_FLOPS_PER_US 400.0e6 /* 400 TFLOP/s */
-#define RF_CUBLASLT_FIXED_US 7.5
+static const struct {
+    double fixed_us, mflop_per_us, mb_per_us;
+    int h_through_memory;
+} rf_cost[RF_SCHEDULE_COUNT] = {
+    [RF_SCHEDULE_PERSISTENT_SMEM] = {1.83, 176, 3.8, 0},
+    [RF_SCHEDULE_PERSISTENT_GMEM] = {2.20, 153, 2.0, 1},
+    [RF_SCHEDULE_CONVENTIONAL] = {3.67, 199, 1.7, 1},
+    [RF_SCHEDULE_PERSISTENT_WGMMA] = {3.40, 205, 16.5, 0},
+    [RF_SCHEDULE_CUBLASLT] = {6.71, 910, 2.4, 1},
+};
+
+double rf_schedule_cost_us(rf_schedule_t s, int64_t rows, int64_t channels, int64_t hidden) {
+    double m = (double)rows, c = (double)channels, h = (double)hidden;
+    double mflop = 4.0 * m * c * h * 1e-6;
+    double mb =
+        (6.0 * m * c + 4.0 * c * h + (rf_cost[s].h_through_memory ? 4.0 * m * h : 0.0)) * 1e-6;
+    return rf_cost[s].fixed_us + mflop / rf_cost[s].mflop_per_us + mb / rf_cost[s].mb_per_us;
+}
 
 rf_schedule_t rf_schedule_choose(int64_t rows, int64_t channels, int64_t hidden,
-                                 const rf_target_t *target, char *out_reason, size_t size) {
-    double flops = 4.0 * (double)rows * (double)channels * (double)hidden;
-    double t_smem = flops / RF_SMEM_FLOPS_PER_US;
-    double t_lt = RF_CUBLASLT_FIXED_US + flops / RF_CUBLASLT_FLOPS_PER_US;
-    if (t_lt < t_smem) {
-        snprintf(out_reason, size,
-                 "auto: %.2f GFLOP is above ~2.5 GFLOP, where the vendor GEMMs' rate beats the "
-                 "megakernel (%s cost model: %.1f us vs %.1f us)",
-                 flops * 1e-9, target->name, t_lt, t_smem);
-        return RF_SCHEDULE_CUBLASLT;
+                                 const rf_target_t *target, const int *available, char *out_reason,
+                                 size_t size) {
+    rf_schedule_t best = RF_SCHEDULE_CUBLASLT; /* always available: the runtime's variant */
+    double t_best = rf_schedule_cost_us(best, rows, channels, hidden), t_next = INFINITY;
+    int next = -1;
+    for (int s = 0; s < RF_SCHEDULE_COUNT; s++) {
+        if (s == RF_SCHEDULE_CUBLASLT || (available && !available[s]))
+            continue;
+        double t = rf_schedule_cost_us((rf_schedule_t)s, rows, channels, hidden);
+        if (t < t_best) {
+            t_next = t_best;
+            next = best;
+            t_best = t;
+            best = (rf_schedule_t)s;
+        } else if (t < t_next) {
+            t_next = t;
+            next = s;
+        }
     }
-    snprintf(out_reason, size,
-             "auto: one launch, hidden state in shared memory; below ~2.5 GFLOP the megakernel "
-             "beats every other schedule (%s cost model: %.1f us vs cuBLASLt %.1f us)",
-             target->name, t_smem, t_lt);
-    return RF_SCHEDULE_PERSISTENT_SMEM;
+    if (next < 0)
+        snprintf(out_reason, size,
+                 "auto: no rowfuse kernel fits this shape, so the vendor baseline (%s cost "
+                 "model: %.1f us)",
+                 target->name, t_best);
+    else
+        snprintf(out_reason, size,
+                 "auto: %s is the cheapest of the schedules that fit (%s cost model: %.1f us; "
+                 "next %s %.1f us; %.3f GFLOP)",
+                 rf_schedule_name(best), target->name, t_best,
+                 rf_schedule_name((rf_schedule_t)next), t_next,
+                 4.0 * (double)rows * (double)channels * (double)hidden * 1e-9);
+    return best;
 }

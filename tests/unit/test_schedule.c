@@ -1,5 +1,5 @@
 /* The planner (src/compile): the scheduler's cost model against the winners measured on
- * the H200 at the development shapes (notes/bench.md, run 3), the kernel geometry against
+ * the H200 at the development shapes (notes/bench.md, run 8), the kernel geometry against
  * the geometry of the kernels verified on the H200 in runs 3 and 4 (recorded from the
  * generator that decided it before the planner moved to C: every field must match), the
  * persistent-grid rule in closed form, and plan.json written and read back unchanged. */
@@ -16,23 +16,62 @@ static rf_target_t h200(void) {
     return t;
 }
 
-static const char *choose(int64_t rows, int64_t c, int64_t h) {
+static const char *choose_in(int64_t rows, int64_t c, int64_t h, const int *available) {
     rf_target_t t = h200();
     char reason[256] = "";
-    rf_schedule_t s = rf_schedule_choose(rows, c, h, &t, reason, sizeof reason);
+    rf_schedule_t s = rf_schedule_choose(rows, c, h, &t, available, reason, sizeof reason);
     CHECK(reason[0] != '\0');
     return rf_schedule_name(s);
 }
 
+static const char *choose(int64_t rows, int64_t c, int64_t h) {
+    return choose_in(rows, c, h, NULL);
+}
+
+/* The winners measured at the development shapes (notes/bench.md, run 8; 8192x512x2048
+ * from run 6) among the schedules the model knows; the model was fitted to these spans,
+ * so this pins the fit, and tests/gpu/regret.sh judges it on other shapes. */
 static void test_scheduler(void) {
     CHECK(!strcmp(choose(49, 48, 96), "persistent-smem"));
     CHECK(!strcmp(choose(64, 64, 128), "persistent-smem"));
     CHECK(!strcmp(choose(1000, 96, 200), "persistent-smem"));
+    /* a miss of the fit: persistent-wgmma measured 8.61 us against persistent-smem's 10.64,
+     * the lines predict 8.84 and 8.83 (persistent-smem is 17% low here) */
     CHECK(!strcmp(choose(4096, 128, 512), "persistent-smem"));
-    CHECK(!strcmp(choose(131072, 32, 64), "persistent-smem"));
+    CHECK(!strcmp(choose(131072, 32, 64), "persistent-wgmma"));
     CHECK(!strcmp(choose(8192, 512, 2048), "cublaslt"));
     /* The rule depends on the rows it is asked about, not only the package's shape. */
     CHECK(!strcmp(choose(49, 512, 2048), "persistent-smem"));
+    /* Only what fits competes: without the Hopper kernel (C not a multiple of 8) the
+     * mma.sync kernel keeps the shape; with no rowfuse kernel, the vendor baseline. */
+    int no_wgmma[RF_SCHEDULE_COUNT] = {1, 1, 1, 1, 1};
+    no_wgmma[RF_SCHEDULE_PERSISTENT_WGMMA] = 0;
+    CHECK(!strcmp(choose_in(131072, 32, 64, no_wgmma), "persistent-smem"));
+    int none[RF_SCHEDULE_COUNT] = {0};
+    CHECK(!strcmp(choose_in(49, 48, 96, none), "cublaslt"));
+    /* Each line within a factor 1.5 of the span it was fitted to (the worst: 1000x96x200,
+     * 2.44 us predicted for 3.55 measured). */
+    static const struct {
+        int64_t m, c, h;
+        rf_schedule_t s;
+        double us;
+    } fitted[] = {
+        {49, 48, 96, RF_SCHEDULE_PERSISTENT_SMEM, 1.57},
+        {1000, 96, 200, RF_SCHEDULE_PERSISTENT_SMEM, 3.55},
+        {4096, 128, 512, RF_SCHEDULE_PERSISTENT_WGMMA, 8.61},
+        {131072, 32, 64, RF_SCHEDULE_PERSISTENT_GMEM, 34.82},
+        {8192, 512, 2048, RF_SCHEDULE_CONVENTIONAL, 219.52},
+        {8192, 512, 2048, RF_SCHEDULE_CUBLASLT, 86.62},
+    };
+    for (size_t i = 0; i < sizeof fitted / sizeof fitted[0]; i++) {
+        double t = rf_schedule_cost_us(fitted[i].s, fitted[i].m, fitted[i].c, fitted[i].h);
+        CHECK(t > fitted[i].us / 1.5 && t < fitted[i].us * 1.5);
+    }
+    /* The cost lines grow with the work, and H through memory costs more. */
+    CHECK(rf_schedule_cost_us(RF_SCHEDULE_PERSISTENT_SMEM, 2000, 64, 128) >
+          rf_schedule_cost_us(RF_SCHEDULE_PERSISTENT_SMEM, 1000, 64, 128));
+    CHECK(rf_schedule_cost_us(RF_SCHEDULE_PERSISTENT_GMEM, 100000, 64, 128) >
+          rf_schedule_cost_us(RF_SCHEDULE_PERSISTENT_SMEM, 100000, 64, 128));
 }
 
 /* rows, C, H, kernel, threads, smem bytes, hidden chunk, weight buffers, x prefetch,
