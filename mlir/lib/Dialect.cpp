@@ -123,6 +123,7 @@ struct FamilyShape {
 static FamilyShape familyShape(rf_kernel_mode_t mode) {
     switch (mode) {
     case RF_KERNEL_FUSED_SMEM:
+    case RF_KERNEL_FUSED_WGMMA:
         return {5, false, false, true};
     case RF_KERNEL_FUSED_GMEM:
         return {5, true, false, false};

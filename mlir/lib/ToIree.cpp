@@ -231,6 +231,15 @@ struct ToIreePass : rowfuse::impl::RowfuseToIreeBase<ToIreePass> {
             std::string name = k.getKernelName().str();
             if (out.count(name) || !ok)
                 return;
+            if (kernelMode(k) == RF_KERNEL_FUSED_WGMMA) {
+                k.emitError() << "kernel " << name
+                              << " (fused_wgmma) takes TMA descriptors that its host launcher "
+                                 "encodes, and IREE's custom dispatch passes plain buffer "
+                                 "pointers: schedule the block with mode=persistent-smem (or "
+                                 "another mma.sync schedule) for IREE";
+                ok = false;
+                return;
+            }
             SmallString<256> path(ptxDir);
             llvm::sys::path::append(path, name + ".ptx");
             auto buf = llvm::MemoryBuffer::getFile(path);

@@ -11,7 +11,7 @@
 # the revision (the GPU machine's copy has no git history). SHAPES overrides the list.
 # PY_TIMEOUT (seconds, default 480) bounds step 2; python.json is rewritten after every
 # shape, so a run cut short keeps the shapes it finished and the report still runs.
-# BENCH_PYTHON=0 skips step 2 (the C host's variants alone).
+# BENCH_PYTHON=0 skips step 2 (the C host's variants alone), BENCH_C=0 step 1.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 B=build-gpu
@@ -38,6 +38,7 @@ TMP=$(mktemp -d)
 C_FILES=()
 C_RC=0
 for s in ${SHAPES//,/ }; do
+    [ "${BENCH_C:-1}" = 0 ] && break
     pkg="$B/pkgs/$s"
     if [ ! -f "$pkg/plan.json" ]; then
         echo "  $s: FAILED: no package (its compile failed in prepare.sh)"
