@@ -32,7 +32,7 @@ rm -rf "$PREP/pkg"
 
 echo "== shared libraries"
 for lib in $(ldd "$ROWFUSE" | awk '/=> \// {print $3}' |
-    grep -E 'libzip|libbz2|cjson|protobuf-c' | sort -u); do
+    grep -E 'libzip|libbz2|cjson|protobuf-c|libgomp' | sort -u); do
     cp -L "$lib" "$PREP/lib/"
 done
 ls "$PREP/lib"

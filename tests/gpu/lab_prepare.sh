@@ -31,7 +31,7 @@ echo "$rev" >build/lab-gpu/REVISION
 mkdir -p build/lab-gpu/lib
 [ -f build/librowfuse.so ] || { echo "lab_prepare: no build/librowfuse.so: make build first" >&2; exit 1; }
 cp -L build/librowfuse.so build/lab-gpu/lib/
-for lib in $(ldd build/librowfuse.so | awk '/=> \// {print $3}' | grep -E 'cjson|protobuf-c' | sort -u); do
+for lib in $(ldd build/librowfuse.so | awk '/=> \// {print $3}' | grep -E 'cjson|protobuf-c|libgomp' | sort -u); do
     cp -L "$lib" build/lab-gpu/lib/
 done
 

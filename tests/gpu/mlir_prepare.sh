@@ -64,7 +64,7 @@ cp "$WORK"/persistent-smem/package/{plan.json,weights.bin,librowfuse_pkg.so} "$C
 
 cp -L build/librowfuse.so build/src/runtime/librowfuse_runtime.so "$CARRY/lib/"
 for lib in $(ldd build/librowfuse.so build/src/runtime/librowfuse_runtime.so |
-    awk '/=> \// {print $3}' | grep -E 'cjson|protobuf-c' | sort -u); do
+    awk '/=> \// {print $3}' | grep -E 'cjson|protobuf-c|libgomp' | sort -u); do
     cp -L "$lib" "$CARRY/lib/"
 done
 rev=$(git rev-parse HEAD 2>/dev/null || echo unknown)

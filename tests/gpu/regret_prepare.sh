@@ -36,7 +36,7 @@ cmake --build "$B/cmake" -j "$JOBS" --target rowfuse rowfuse_runtime_shared rowf
 cp "$B/cmake/rowfuse" "$R/bin/"
 cp -L "$B/cmake/librowfuse.so" "$B/cmake/src/runtime/librowfuse_runtime.so" "$R/lib/"
 for lib in $(ldd "$R/bin/rowfuse" "$R/lib/librowfuse.so" | awk '/=> \// {print $3}' |
-    grep -E 'cjson|protobuf-c|libzip|libbz2' | sort -u); do
+    grep -E 'cjson|protobuf-c|libzip|libbz2|libgomp' | sort -u); do
     cp -L "$lib" "$R/lib/"
 done
 
