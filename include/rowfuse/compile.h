@@ -91,6 +91,12 @@ int rf_schedule_grid_balanced(rf_schedule_t schedule);
 rf_schedule_t rf_schedule_choose(int64_t rows, int64_t channels, int64_t hidden,
                                  const rf_target_t *target, const int *available, char *out_reason,
                                  size_t reason_size);
+/* After the generator reported its facts: with --schedule auto, a schedule whose kernels
+ * spill heavily (more than RF_SPILL_LOCAL_OPS local-memory instructions in one kernel)
+ * leaves the competition and the choice is made again among the others; the reason says
+ * so. The cost lines assume kernels that keep their accumulators in registers. */
+#define RF_SPILL_LOCAL_OPS 100
+void rf_schedule_rechoose_spills(rf_plan_t *plan);
 /* The cost model's predicted GPU span of schedule s at this shape, in microseconds. */
 double rf_schedule_cost_us(rf_schedule_t schedule, int64_t rows, int64_t channels, int64_t hidden);
 

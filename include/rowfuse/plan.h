@@ -124,6 +124,7 @@ typedef struct rf_kernel_spec {
     char fault[16];       /* tests of the gates only: a planted fault ("" = none) */
     /* facts the generator reports back (kernels.json) */
     int registers; /* per thread, from the cubin; 0 = unknown */
+    int local_ops; /* SASS instructions on local memory (spills), from the cubin; -1 = unknown */
     /* the persistent grid, decided in C once the registers are known */
     int blocks_per_sm; /* resident blocks per SM this kernel gets */
     int grid_balanced; /* 1: as few blocks as give each the same tile count */

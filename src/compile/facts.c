@@ -58,11 +58,16 @@ rf_status_t rf_kernel_facts_read(const char *path, rf_plan_t *p) {
     for (int i = 0; !st && i < p->kernel_count; i++) {
         const cJSON *k = find_kernel(kernels, p->kernels[i].name);
         const cJSON *regs = cJSON_GetObjectItemCaseSensitive(k, "registers");
+        const cJSON *local = cJSON_GetObjectItemCaseSensitive(k, "sass_local");
         if (!k)
             st = RF_ERR(RF_CODE_PARSE_ERROR, "'%s' reports no kernel '%s'", path,
                         p->kernels[i].name);
-        else if (cJSON_IsNumber(regs) && regs->valuedouble >= 0 && regs->valuedouble <= 255)
-            p->kernels[i].registers = (int)regs->valuedouble;
+        else {
+            if (cJSON_IsNumber(regs) && regs->valuedouble >= 0 && regs->valuedouble <= 255)
+                p->kernels[i].registers = (int)regs->valuedouble;
+            p->kernels[i].local_ops =
+                cJSON_IsNumber(local) && local->valuedouble >= 0 ? (int)local->valuedouble : -1;
+        }
     }
     cJSON_Delete(root);
     return st;

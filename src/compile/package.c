@@ -120,6 +120,8 @@ rf_status_t rf_compile_package(const rf_mlp_weights_t *w, const char *graph_hash
     }
     if (!st) {
         decide_grids(o, p);
+        if (!o->schedule || !strcmp(o->schedule, "auto"))
+            rf_schedule_rechoose_spills(p);
         snprintf(path, sizeof path, "%s/plan.json", o->out_dir);
         st = rf_plan_write(p, path);
     }

@@ -143,7 +143,9 @@ rf_status_t rf_compile_plan(int64_t channels, int64_t hidden, const rf_compile_o
             p->kernels[p->kernel_count++] = specs[i];
         }
     }
-    if (is_auto) { /* among the schedules that fit (cuBLASLt always does) */
+    for (int i = 0; i < p->kernel_count; i++)
+        p->kernels[i].local_ops = -1; /* known once the generator reports it */
+    if (is_auto) {                    /* among the schedules that fit (cuBLASLt always does) */
         int available[RF_SCHEDULE_COUNT];
         for (int s = 0; s < RF_SCHEDULE_COUNT; s++)
             available[s] = p->schedules[s].available;

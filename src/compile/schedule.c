@@ -79,3 +79,27 @@ rf_schedule_t rf_schedule_choose(int64_t rows, int64_t channels, int64_t hidden,
                  4.0 * (double)rows * (double)channels * (double)hidden * 1e-9);
     return best;
 }
+
+void rf_schedule_rechoose_spills(rf_plan_t *p) {
+    int available[RF_SCHEDULE_COUNT], worst[RF_SCHEDULE_COUNT] = {0}, dropped = 0;
+    for (int s = 0; s < RF_SCHEDULE_COUNT; s++) {
+        available[s] = p->schedules[s].available;
+        for (int i = 0; i < p->schedules[s].kernel_count; i++) {
+            int ops = p->kernels[p->schedules[s].kernel[i]].local_ops;
+            worst[s] = ops > worst[s] ? ops : worst[s];
+        }
+        if (available[s] && worst[s] > RF_SPILL_LOCAL_OPS) {
+            available[s] = 0;
+            dropped++;
+        }
+    }
+    if (!dropped || available[p->schedule])
+        return; /* the choice does not spill: it stands */
+    rf_schedule_t was = p->schedule;
+    char reason[256];
+    p->schedule = rf_schedule_choose(p->rows, p->channels, p->hidden, &p->target, available, reason,
+                                     sizeof reason);
+    snprintf(p->reason, sizeof p->reason,
+             "%.150s; %s left out: its kernel spills (%d local-memory instructions > %d)", reason,
+             rf_schedule_name(was), worst[was], RF_SPILL_LOCAL_OPS);
+}

@@ -83,6 +83,8 @@ static rf_status_t read_kernel(const reader_t *r, const cJSON *o, int i, rf_kern
         (st = get_int(r, o, w, "registers", 0, 255, &k->registers)) ||
         (st = get_int(r, o, w, "blocks_per_sm", 1, 1024, &k->blocks_per_sm)))
         return rf_status_annotate(st, "in %s", r->path);
+    const cJSON *local = cJSON_GetObjectItemCaseSensitive(o, "local_ops"); /* optional */
+    k->local_ops = cJSON_IsNumber(local) ? (int)local->valuedouble : -1;
     const cJSON *fault = cJSON_GetObjectItemCaseSensitive(o, "fault");
     if (cJSON_IsString(fault))
         snprintf(k->fault, sizeof k->fault, "%s", fault->valuestring);

@@ -4,6 +4,7 @@
  * generator that decided it before the planner moved to C: every field must match), the
  * persistent-grid rule in closed form, and plan.json written and read back unchanged. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "rf_test.h"
@@ -220,8 +221,36 @@ static void test_round_trip(void) {
     CHECK(q.weights[3].offset == 384 && q.weights[3].dtype == RF_DTYPE_F32);
 }
 
+/* A schedule whose kernel spills heavily (the mma.sync kernels at 389x306x959: 1,770
+ * local-memory instructions, 12.8x slower than cuBLASLt in the regret run) leaves auto's
+ * competition once the generator reported it; a few spill instructions do not. */
+static void test_spills(void) {
+    rf_compile_options_t o;
+    rf_compile_options_default(&o);
+    o.rows = 389;
+    rf_plan_t *p = calloc(1, sizeof *p);
+    CHECK(p != NULL);
+    if (!p)
+        return;
+    CHECK_OK(rf_compile_plan(306, 959, &o, p));
+    CHECK(p->schedule == RF_SCHEDULE_PERSISTENT_SMEM);
+    for (int i = 0; i < p->kernel_count; i++)
+        CHECK(p->kernels[i].local_ops == -1); /* unknown before the generator ran */
+    for (int i = 0; i < p->kernel_count; i++)
+        p->kernels[i].local_ops = 19;
+    rf_schedule_rechoose_spills(p);
+    CHECK(p->schedule == RF_SCHEDULE_PERSISTENT_SMEM);
+    const rf_plan_schedule_t *smem = &p->schedules[RF_SCHEDULE_PERSISTENT_SMEM];
+    p->kernels[smem->kernel[0]].local_ops = 1770;
+    rf_schedule_rechoose_spills(p);
+    CHECK(p->schedule != RF_SCHEDULE_PERSISTENT_SMEM);
+    CHECK(strstr(p->reason, "persistent-smem left out: its kernel spills (1770") != NULL);
+    free(p);
+}
+
 int main(void) {
     test_scheduler();
+    test_spills();
     test_geometry();
     test_grid();
     test_round_trip();
