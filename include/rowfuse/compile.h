@@ -85,20 +85,31 @@ void rf_compile_options_default(rf_compile_options_t *options);
 /* 1 when the grid rule auto counts registers and balances tiles for schedule s. */
 int rf_schedule_grid_balanced(rf_schedule_t schedule);
 
+/* What the planner knows of one schedule at a shape: whether its kernels fit, and their
+ * row tile (0: unknown, then the cost assumes every SM busy). */
+typedef struct rf_schedule_fit {
+    int available;
+    int tile_rows;
+} rf_schedule_fit_t;
+
 /* The scheduler: the schedule "auto" stands for at this shape on this target, and why
- * (written into out_reason, at most reason_size bytes). available[s] != 0 for the
- * schedules the package can build (NULL: all); cuBLASLt is always available. */
+ * (written into out_reason, at most reason_size bytes). fit[s] for every schedule (NULL:
+ * all available, tiles unknown); cuBLASLt is always available. */
 rf_schedule_t rf_schedule_choose(int64_t rows, int64_t channels, int64_t hidden,
-                                 const rf_target_t *target, const int *available, char *out_reason,
-                                 size_t reason_size);
+                                 const rf_target_t *target, const rf_schedule_fit_t *fit,
+                                 char *out_reason, size_t reason_size);
 /* After the generator reported its facts: with --schedule auto, a schedule whose kernels
  * spill heavily (more than RF_SPILL_LOCAL_OPS local-memory instructions in one kernel)
  * leaves the competition and the choice is made again among the others; the reason says
  * so. The cost lines assume kernels that keep their accumulators in registers. */
 #define RF_SPILL_LOCAL_OPS 100
 void rf_schedule_rechoose_spills(rf_plan_t *plan);
-/* The cost model's predicted GPU span of schedule s at this shape, in microseconds. */
-double rf_schedule_cost_us(rf_schedule_t schedule, int64_t rows, int64_t channels, int64_t hidden);
+/* The fit of every schedule of a plan whose kernels are decided. */
+void rf_schedule_fits(const rf_plan_t *plan, rf_schedule_fit_t fit[RF_SCHEDULE_COUNT]);
+/* The cost model's predicted GPU span of schedule s at this shape, in microseconds, with
+ * row tiles of tile_rows (0: unknown) on sm_count SMs. */
+double rf_schedule_cost_us(rf_schedule_t schedule, int64_t rows, int64_t channels, int64_t hidden,
+                           int tile_rows, int sm_count);
 
 /* The geometry of one kernel (the generator builds exactly this). UNSUPPORTED with the
  * reason when the shape does not fit the target (accumulator registers, shared memory). */

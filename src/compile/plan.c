@@ -146,11 +146,10 @@ rf_status_t rf_compile_plan(int64_t channels, int64_t hidden, const rf_compile_o
     for (int i = 0; i < p->kernel_count; i++)
         p->kernels[i].local_ops = -1; /* known once the generator reports it */
     if (is_auto) {                    /* among the schedules that fit (cuBLASLt always does) */
-        int available[RF_SCHEDULE_COUNT];
-        for (int s = 0; s < RF_SCHEDULE_COUNT; s++)
-            available[s] = p->schedules[s].available;
-        p->schedule = rf_schedule_choose(o->rows, channels, hidden, &p->target, available,
-                                         p->reason, sizeof p->reason);
+        rf_schedule_fit_t fit[RF_SCHEDULE_COUNT];
+        rf_schedule_fits(p, fit);
+        p->schedule = rf_schedule_choose(o->rows, channels, hidden, &p->target, fit, p->reason,
+                                         sizeof p->reason);
     }
     if (!p->schedules[p->schedule].available)
         return RF_ERR(RF_CODE_UNSUPPORTED, "schedule %s cannot run %lldx%lldx%lld on %s: %s",

@@ -37,24 +37,32 @@ static const struct {
     [RF_SCHEDULE_CUBLASLT] = {6.71, 910, 2.4, 1},
 };
 
-double rf_schedule_cost_us(rf_schedule_t s, int64_t rows, int64_t channels, int64_t hidden) {
+double rf_schedule_cost_us(rf_schedule_t s, int64_t rows, int64_t channels, int64_t hidden,
+                           int tile_rows, int sm_count) {
     double m = (double)rows, c = (double)channels, h = (double)hidden;
     double mflop = 4.0 * m * c * h * 1e-6;
+    /* a block owns whole row tiles: with fewer tiles than SMs, only that many SMs compute */
+    if (tile_rows > 0 && sm_count > 0) {
+        double tiles = ceil(m / tile_rows);
+        if (tiles < sm_count)
+            mflop *= sm_count / tiles;
+    }
     double mb =
         (6.0 * m * c + 4.0 * c * h + (rf_cost[s].h_through_memory ? 4.0 * m * h : 0.0)) * 1e-6;
     return rf_cost[s].fixed_us + mflop / rf_cost[s].mflop_per_us + mb / rf_cost[s].mb_per_us;
 }
 
 rf_schedule_t rf_schedule_choose(int64_t rows, int64_t channels, int64_t hidden,
-                                 const rf_target_t *target, const int *available, char *out_reason,
-                                 size_t size) {
+                                 const rf_target_t *target, const rf_schedule_fit_t *fit,
+                                 char *out_reason, size_t size) {
     rf_schedule_t best = RF_SCHEDULE_CUBLASLT; /* always available: the runtime's variant */
-    double t_best = rf_schedule_cost_us(best, rows, channels, hidden), t_next = INFINITY;
+    double t_best = rf_schedule_cost_us(best, rows, channels, hidden, 0, 0), t_next = INFINITY;
     int next = -1;
     for (int s = 0; s < RF_SCHEDULE_COUNT; s++) {
-        if (s == RF_SCHEDULE_CUBLASLT || (available && !available[s]))
+        if (s == RF_SCHEDULE_CUBLASLT || (fit && !fit[s].available))
             continue;
-        double t = rf_schedule_cost_us((rf_schedule_t)s, rows, channels, hidden);
+        double t = rf_schedule_cost_us((rf_schedule_t)s, rows, channels, hidden,
+                                       fit ? fit[s].tile_rows : 0, target->sm_count);
         if (t < t_best) {
             t_next = t_best;
             next = best;
@@ -80,25 +88,35 @@ rf_schedule_t rf_schedule_choose(int64_t rows, int64_t channels, int64_t hidden,
     return best;
 }
 
-void rf_schedule_rechoose_spills(rf_plan_t *p) {
-    int available[RF_SCHEDULE_COUNT], worst[RF_SCHEDULE_COUNT] = {0}, dropped = 0;
+void rf_schedule_fits(const rf_plan_t *p, rf_schedule_fit_t fit[RF_SCHEDULE_COUNT]) {
     for (int s = 0; s < RF_SCHEDULE_COUNT; s++) {
-        available[s] = p->schedules[s].available;
+        const rf_plan_schedule_t *ps = &p->schedules[s];
+        fit[s].available = ps->available;
+        fit[s].tile_rows =
+            ps->available && ps->kernel_count > 0 ? p->kernels[ps->kernel[0]].tile_rows : 0;
+    }
+}
+
+void rf_schedule_rechoose_spills(rf_plan_t *p) {
+    rf_schedule_fit_t fit[RF_SCHEDULE_COUNT];
+    int worst[RF_SCHEDULE_COUNT] = {0}, dropped = 0;
+    rf_schedule_fits(p, fit);
+    for (int s = 0; s < RF_SCHEDULE_COUNT; s++) {
         for (int i = 0; i < p->schedules[s].kernel_count; i++) {
             int ops = p->kernels[p->schedules[s].kernel[i]].local_ops;
             worst[s] = ops > worst[s] ? ops : worst[s];
         }
-        if (available[s] && worst[s] > RF_SPILL_LOCAL_OPS) {
-            available[s] = 0;
+        if (fit[s].available && worst[s] > RF_SPILL_LOCAL_OPS) {
+            fit[s].available = 0;
             dropped++;
         }
     }
-    if (!dropped || available[p->schedule])
+    if (!dropped || fit[p->schedule].available)
         return; /* the choice does not spill: it stands */
     rf_schedule_t was = p->schedule;
     char reason[256];
-    p->schedule = rf_schedule_choose(p->rows, p->channels, p->hidden, &p->target, available, reason,
-                                     sizeof reason);
+    p->schedule =
+        rf_schedule_choose(p->rows, p->channels, p->hidden, &p->target, fit, reason, sizeof reason);
     snprintf(p->reason, sizeof p->reason,
              "%.150s; %s left out: its kernel spills (%d local-memory instructions > %d)", reason,
              rf_schedule_name(was), worst[was], RF_SPILL_LOCAL_OPS);
