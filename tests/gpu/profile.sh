@@ -2,7 +2,7 @@
 # Nsight Compute profile of rowfuse kernels on the GPU machine (after tests/gpu/prepare.sh;
 # carry build-gpu/{bin,lib,pkgs}): one launch of each schedule's kernel at the shapes
 # where a target was missed (notes/kernels.md), through `rowfuse check` (one replay, so
-# one launch per kernel), with the clocks left alone. Per profile: speed of light (SM and
+# one launch per kernel: the DSL names them kernel_cutlass_...), with the clocks left alone. Per profile: speed of light (SM and
 # memory throughput, DRAM and L2 bytes), occupancy, warp stall reasons, the scheduler's
 # issue rate. Output: $OUT/ncu-SHAPE-SCHEDULE.txt and a digest $OUT/profile.md.
 # Environment: SHAPES (default the three large development shapes), SCHEDULES
@@ -23,7 +23,7 @@ for s in ${SHAPES//,/ }; do
     IFS=x read -r rows c h <<<"$s"
     for sched in ${SCHEDULES//,/ }; do
         f="$OUT/ncu-$s-$sched.txt"
-        timeout 120 "$NCU" --clock-control none --kernel-name regex:'^rf_' --launch-count 1 \
+        timeout 120 "$NCU" --clock-control none --kernel-name regex:kernel_cutlass --launch-count 1 \
             --section SpeedOfLight --section MemoryWorkloadAnalysis --section Occupancy \
             --section WarpStateStats --section SchedulerStats --section LaunchStats \
             "$B/bin/rowfuse" check "$B/pkgs/$s" --shapes "$rows" --variants "$sched" \
