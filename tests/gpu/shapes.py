@@ -73,9 +73,11 @@ def _log_uniform(rng: random.Random, lo: int, hi: int) -> int:
     return int(round(math.exp(rng.uniform(math.log(lo), math.log(hi)))))
 
 
-def regret_shapes(seed: int, n: int) -> list[tuple[int, int, int, str]]:
+def regret_shapes(seed: int, n: int, align: int = 1) -> list[tuple[int, int, int, str]]:
     """n >= 12 shapes: two wide ones, a compute and a memory one past the crossover, the
-    rest spread over tiny, memory, compute, partial and any in turn."""
+    rest spread over tiny, memory, compute, partial and any in turn. align > 1 rounds C and
+    H up to its multiples (a set where the Hopper kernel, which needs multiples of 8,
+    competes); partial shapes then keep their partial row tile only."""
     if n < 12:
         raise ValueError("at least 12 regret shapes (2 wide, 2 crossover, 8 across regimes)")
     rng = random.Random(seed)
@@ -95,6 +97,8 @@ def regret_shapes(seed: int, n: int) -> list[tuple[int, int, int, str]]:
                 rows += 1 if rows % 64 == 0 else 0
                 c += 1 if c % 16 == 0 else 0
                 h += 1 if h % 16 == 0 else 0
+            if align > 1:
+                c, h = (-(-v // align) * align for v in (c, h))
             flops = 4.0 * rows * c * h
             lo, hi = (
                 CROSSOVER if base != regime else (0.0, WIDE_CAP if regime == "wide" else FLOP_CAP)
@@ -111,9 +115,10 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=2026)
     ap.add_argument("--random", type=int, default=20)
     ap.add_argument("--regret", type=int, default=0, help="N out-of-sample scheduler shapes")
+    ap.add_argument("--align", type=int, default=1, help="regret shapes: C, H multiples of N")
     a = ap.parse_args()
     if a.regret:
-        for s in regret_shapes(a.seed, a.regret):
+        for s in regret_shapes(a.seed, a.regret, a.align):
             print(*s)
         return
     for s in shapes(a.seed, a.random):
