@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli/compile_mlir.h"
 #include "commands.h"
 #include "load.h"
 #include "paths.h"
@@ -20,7 +21,9 @@
     "[--schedule auto|NAME] [--tile-rows auto|16|32|64] [--target h200|h100-sxm|h100-pcie] "       \
     "[--sms N] [--x-prefetch auto|on|off] [--y-vec2 auto|on|off] "                                 \
     "[--grid auto|smem|regs|balanced] [--ring] [--min-blocks N] [--max-grid N] "                   \
-    "[--plant-fault no-barrier|no-pad (tests of the gates)] -o PKGDIR"
+    "[--plant-fault no-barrier|no-pad (tests of the gates)] -o PKGDIR\n"                           \
+    "       rowfuse compile (MODEL.onnx | --mlp RxCxH) --target iree [--device llvm-cpu|cuda] "    \
+    "[--schedule auto|NAME|stock] -o DIR   (an IREE module: see rowfuse iree)"
 
 typedef struct compile_args {
     const char *model, *mlp;
@@ -169,7 +172,30 @@ static void print_plan(const rf_plan_t *p, const char *out_dir) {
                    p->schedules[s].rejected);
 }
 
+/* `rowfuse compile ... --target iree`: the block through the schedule pass into an IREE
+ * module instead of a rowfuse package; the same flow as `rowfuse iree`, which takes the
+ * remaining arguments (--device llvm-cpu|cuda picks IREE's target). */
+static int compile_for_iree(int argc, char **argv) {
+    char **rest = calloc((size_t)argc + 1, sizeof *rest);
+    int n = 0;
+    if (!rest)
+        return rf_cli_report("compile", RF_ERR(RF_CODE_OUT_OF_MEMORY, "argument list"));
+    for (int i = 0; i < argc; i++) {
+        if (!strcmp(argv[i], "--target") && i + 1 < argc && !strcmp(argv[i + 1], "iree")) {
+            i++;
+            continue;
+        }
+        rest[n++] = argv[i];
+    }
+    int rc = rf_cmd_iree(n, rest);
+    free(rest);
+    return rc;
+}
+
 int rf_cmd_compile(int argc, char **argv) {
+    for (int i = 0; i + 1 < argc; i++)
+        if (!strcmp(argv[i], "--target") && !strcmp(argv[i + 1], "iree"))
+            return compile_for_iree(argc, argv);
     compile_args_t c;
     rf_mlp_weights_t w = {0};
     char hash[17], desc[256], kdir[4096];
@@ -187,8 +213,15 @@ int rf_cmd_compile(int argc, char **argv) {
     c.o.model = desc;
     rf_plan_t *plan = calloc(1, sizeof *plan);
     st = plan ? rf_compile_package(&w, hash, &c.o, plan) : RF_ERR(RF_CODE_OUT_OF_MEMORY, "plan");
+    int scheduled = 0;
     if (!st)
+        st = rf_compile_package_mlir(plan, &w, desc, c.o.out_dir, c.o.tile_rows, &scheduled);
+    if (!st) {
         print_plan(plan, c.o.out_dir);
+        printf("  MLIR: %s/contract.mlir%s\n", c.o.out_dir,
+               scheduled ? " and scheduled.mlir (the schedule pass agrees with the plan)"
+                         : " (no rowfuse-opt built: no scheduled.mlir; make mlir builds it)");
+    }
     free(plan);
     rf_mlp_weights_free(rf_allocator_system(), &w);
     return rf_cli_report("compile", st);

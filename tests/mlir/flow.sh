@@ -28,6 +28,21 @@ OUT=${OUT:-build-mlir/flow}
 IREE=${RF_IREE_COMPILE:-iree-compile}
 rm -rf "$OUT" && mkdir -p "$OUT"
 
+echo "== rowfuse compile keeps the block's MLIR; the schedule pass must name the plan's kernels"
+for opts in "" "--tile-rows 32" "--schedule conventional"; do
+    # shellcheck disable=SC2086
+    "$ROWFUSE" compile --mlp 300x48x96 $opts -o "$OUT/pkg" >"$OUT/pkg.log"
+    grep -E '^  (schedule|MLIR)' "$OUT/pkg.log"
+    grep -q 'schedule pass agrees with the plan' "$OUT/pkg.log" &&
+        grep -q 'rowfuse.linear' "$OUT/pkg/contract.mlir" &&
+        grep -q 'rowfuse.kernel' "$OUT/pkg/scheduled.mlir" ||
+        { echo "FAILED: rowfuse compile $opts: no contract.mlir and scheduled.mlir"; exit 1; }
+done
+echo "== rowfuse compile --target iree (llvm-cpu): an IREE module instead of a package"
+"$ROWFUSE" compile --mlp 49x48x96 --target iree --device llvm-cpu --schedule conventional \
+    -o "$OUT/compile-iree" | tail -1
+[ -s "$OUT/compile-iree/module.vmfb" ] || { echo "FAILED: no module.vmfb"; exit 1; }
+
 echo "== export the example (examples/residual_mlp.py, 49 rows)"
 "$PY" -m rowfuse.export residual_mlp:make --rows 49 -o "$OUT/model.onnx" >/dev/null
 

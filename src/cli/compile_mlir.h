@@ -1,0 +1,16 @@
+/* The package's MLIR: contract.mlir always, scheduled.mlir where rowfuse-opt is built
+ * (compile_mlir.c). Internal to the CLI. */
+#ifndef RF_CLI_COMPILE_MLIR_H
+#define RF_CLI_COMPILE_MLIR_H
+
+#include "rowfuse/compile.h"
+#include "rowfuse/plan.h"
+
+/* Writes DIR/contract.mlir and, with rowfuse-opt found, DIR/scheduled.mlir from the schedule
+ * pass run at the plan's schedule and target (*out_scheduled = 1), checked kernel for kernel
+ * against the plan. tile_rows: the --tile-rows the plan was made with (0 = auto). */
+rf_status_t rf_compile_package_mlir(const rf_plan_t *plan, const rf_mlp_weights_t *weights,
+                                    const char *desc, const char *dir, int tile_rows,
+                                    int *out_scheduled);
+
+#endif
