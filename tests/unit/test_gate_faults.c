@@ -141,8 +141,9 @@ static void model(const rf_mlp_case_t *k, enum fault f, float *h, float *prev_h,
         }
 }
 
-/* rows 1..64 (one in four below 16), C and H 8..256 with at least one not a multiple of
- * 16, and two wide-accumulation shapes. */
+/* rows 1..160 (one in four below 16), C and H 8..256 with at least one not a multiple of
+ * 16, and two wide-accumulation shapes. Rows reach 160 so that most shapes have the
+ * RF_MLP_NORM_MIN_H H values the norm test (and the rounding-sized faults) needs. */
 static void draw_shape(rf_rng_t *r, int i, int64_t *m, int64_t *c, int64_t *h) {
     if (i == 0 || i == 1) {
         *m = 9 + i;
@@ -151,7 +152,7 @@ static void draw_shape(rf_rng_t *r, int i, int64_t *m, int64_t *c, int64_t *h) {
         return;
     }
     *m = rf_rng_next(r) % 4 == 0 ? 1 + (int64_t)(rf_rng_next(r) % 15)
-                                 : 16 + (int64_t)(rf_rng_next(r) % 49);
+                                 : 16 + (int64_t)(rf_rng_next(r) % 145);
     *c = 8 + (int64_t)(rf_rng_next(r) % 249);
     *h = 8 + (int64_t)(rf_rng_next(r) % 249);
     if (*c % 16 == 0 && *h % 16 == 0)
