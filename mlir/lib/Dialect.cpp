@@ -188,8 +188,10 @@ LogicalResult KernelOp::verify() {
                                             : " routes h through global memory: on_chip must "
                                               "not list \"h\"");
     int64_t tm = getTileRows();
-    if (tm != 16 && tm != 32 && tm != 64)
-        return emitOpError() << "tile_rows must be 16, 32 or 64, not " << tm;
+    if (mode == RF_KERNEL_FUSED_WGMMA ? tm != 64 && tm != 128 : tm != 16 && tm != 32 && tm != 64)
+        return emitOpError() << "tile_rows must be "
+                             << (mode == RF_KERNEL_FUSED_WGMMA ? "64 or 128" : "16, 32 or 64")
+                             << ", not " << tm;
     if (getThreads() % 32 != 0)
         return emitOpError() << "threads must be whole warps, not " << getThreads();
     int64_t tiles = (rows + tm - 1) / tm;

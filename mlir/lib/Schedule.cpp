@@ -55,7 +55,7 @@ KernelOp buildKernel(PatternRewriter &rw, Location loc, const BlockPlan &bp, int
     if (spec.grid_balanced)
         rule += ", balanced";
     SmallVector<StringRef> onChip;
-    if (spec.mode == RF_KERNEL_FUSED_SMEM)
+    if (spec.mode == RF_KERNEL_FUSED_SMEM || spec.mode == RF_KERNEL_FUSED_WGMMA)
         onChip.push_back("h");
     return KernelOp::create(
         rw, loc, resultType, inputs, buffer, rw.getStringAttr(spec.name),
@@ -83,14 +83,15 @@ Type hType(const MlpBlock &b) {
     return RankedTensorType::get({b.rows, b.hidden}, Float16Type::get(b.x.getContext()));
 }
 
-/// persistent-smem / persistent-gmem: the whole block in one kernel. With gmem, H goes
-/// through a global buffer the kernel uses as scratch.
+/// persistent-smem / persistent-gmem / persistent-wgmma: the whole block in one kernel.
+/// With gmem, H goes through a global buffer the kernel uses as scratch.
 struct LowerToPersistent : OpRewritePattern<ReluOp> {
     LowerToPersistent(MLIRContext *ctx, const PlanTable &plans)
         : OpRewritePattern<ReluOp>(ctx), plans(plans) {}
     LogicalResult matchAndRewrite(ReluOp root, PatternRewriter &rw) const override {
-        const BlockPlan *bp =
-            planned(plans, root, {RF_SCHEDULE_PERSISTENT_SMEM, RF_SCHEDULE_PERSISTENT_GMEM});
+        const BlockPlan *bp = planned(plans, root,
+                                      {RF_SCHEDULE_PERSISTENT_SMEM, RF_SCHEDULE_PERSISTENT_GMEM,
+                                       RF_SCHEDULE_PERSISTENT_WGMMA});
         if (!bp)
             return failure();
         const MlpBlock &b = bp->block;

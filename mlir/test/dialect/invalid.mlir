@@ -98,7 +98,7 @@ func.func @round_shape(%a: tensor<8x8xf32> {rowfuse.row}) -> tensor<8x4xf16> {
 // -----
 
 func.func @unknown_family(%x: tensor<49x48xf16>) -> tensor<49x48xf32> {
-  // expected-error @+1 {{unknown kernel family 'fused_regs' (known: fused_smem, fused_gmem, proj1, proj2)}}
+  // expected-error @+1 {{unknown kernel family 'fused_regs' (known: fused_smem, fused_gmem, proj1, proj2, fused_wgmma)}}
   %0 = rowfuse.kernel "k" "fused_regs"(%x) {grid = 4 : i64, grid_rule = "", hidden_chunk = 96 : i64, on_chip = ["h"], smem_bytes = 1 : i64, threads = 96 : i64, tile_rows = 16 : i64} : (tensor<49x48xf16>) -> tensor<49x48xf32>
   return %0 : tensor<49x48xf32>
 }

@@ -4,7 +4,7 @@
 // RUN: not rowfuse-opt %s --rowfuse-schedule=tile-rows=24 2>&1 | FileCheck %s --check-prefix=TILE
 // RUN: not rowfuse-opt %s --rowfuse-schedule=sms=2000 2>&1 | FileCheck %s --check-prefix=SMS
 
-// MODE: --rowfuse-schedule: unknown schedule 'persistent-regs' (known: persistent-smem persistent-gmem conventional cublaslt)
+// MODE: --rowfuse-schedule: unknown schedule 'persistent-regs' (known: persistent-smem persistent-gmem conventional persistent-wgmma cublaslt)
 // TARGET: the planner rejects 49x48x96: unknown target 'a100' (known: h200, h100-sxm, h100-pcie)
 // TILE: the planner rejects 49x48x96: tile rows must be auto, 16, 32 or 64, not 24
 // SMS: the planner rejects 49x48x96: SM count 2000 outside 1..1024
