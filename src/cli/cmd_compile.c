@@ -175,18 +175,14 @@ static void print_plan(const rf_plan_t *p, const char *out_dir) {
 /* `rowfuse compile ... --target iree`: the block through the schedule pass into an IREE
  * module instead of a rowfuse package; the same flow as `rowfuse iree`, which takes the
  * remaining arguments (--device llvm-cpu|cuda picks IREE's target). */
-static int compile_for_iree(int argc, char **argv) {
+static int compile_for_iree(int argc, char **argv, int at) {
     char **rest = calloc((size_t)argc + 1, sizeof *rest);
     int n = 0;
     if (!rest)
         return rf_cli_report("compile", RF_ERR(RF_CODE_OUT_OF_MEMORY, "argument list"));
-    for (int i = 0; i < argc; i++) {
-        if (!strcmp(argv[i], "--target") && i + 1 < argc && !strcmp(argv[i + 1], "iree")) {
-            i++;
-            continue;
-        }
-        rest[n++] = argv[i];
-    }
+    for (int i = 0; i < argc; i++)
+        if (i != at && i != at + 1) /* drop "--target iree" */
+            rest[n++] = argv[i];
     int rc = rf_cmd_iree(n, rest);
     free(rest);
     return rc;
@@ -195,7 +191,7 @@ static int compile_for_iree(int argc, char **argv) {
 int rf_cmd_compile(int argc, char **argv) {
     for (int i = 0; i + 1 < argc; i++)
         if (!strcmp(argv[i], "--target") && !strcmp(argv[i + 1], "iree"))
-            return compile_for_iree(argc, argv);
+            return compile_for_iree(argc, argv, i);
     compile_args_t c;
     rf_mlp_weights_t w = {0};
     char hash[17], desc[256], kdir[4096];

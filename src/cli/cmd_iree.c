@@ -32,6 +32,7 @@
 #include <sys/stat.h>
 
 #include "base/tool.h"
+#include "cli/compile_mlir.h"
 #include "commands.h"
 #include "load.h"
 #include "paths.h"
@@ -172,17 +173,6 @@ static rf_status_t make_dir(const char *path) {
     return RF_OK;
 }
 
-static rf_status_t write_contract(const iree_args_t *a, const rf_mlp_weights_t *w, const char *desc,
-                                  const char *path) {
-    FILE *f = fopen(path, "w");
-    if (!f)
-        return RF_ERR(RF_CODE_IO_ERROR, "cannot open '%s' for writing: %s", path, strerror(errno));
-    rf_status_t st = rf_mlp_contract_mlir_write(w, a->rows, desc, f);
-    if (fclose(f) != 0 && !st)
-        st = RF_ERR(RF_CODE_IO_ERROR, "error writing '%s'", path);
-    return st ? rf_status_annotate(st, "%s", path) : RF_OK;
-}
-
 /* The rowfuse package whose kernels' PTX the custom dispatches run: the same plan
  * (rf_compile_plan, the same options) the schedule pass asks for. */
 static rf_status_t build_package(const iree_args_t *a, const rf_mlp_weights_t *w, const char *hash,
@@ -221,7 +211,7 @@ static rf_status_t run(const iree_args_t *a, const rf_mlp_weights_t *w, const ch
     snprintf(ptxdir, sizeof ptxdir, "%s/kernels", pkg);
 
     RF_RETURN_IF_ERROR_PLAIN(make_dir(a->out));
-    RF_RETURN_IF_ERROR_PLAIN(write_contract(a, w, desc, contract));
+    RF_RETURN_IF_ERROR_PLAIN(rf_cli_write_contract(w, a->rows, desc, contract));
     if (ext && !stock)
         RF_RETURN_IF_ERROR(build_package(a, w, hash, desc, pkg), "for --kernels extern");
     if (!stock) {

@@ -16,7 +16,7 @@
 #include "cli/paths.h"
 #include "rowfuse/mlir.h"
 
-static rf_status_t write_contract(const rf_mlp_weights_t *w, int64_t rows, const char *desc,
+rf_status_t rf_cli_write_contract(const rf_mlp_weights_t *w, int64_t rows, const char *desc,
                                   const char *path) {
     FILE *f = fopen(path, "w");
     if (!f)
@@ -65,7 +65,7 @@ rf_status_t rf_compile_package_mlir(const rf_plan_t *p, const rf_mlp_weights_t *
     *out_scheduled = 0;
     snprintf(contract, sizeof contract, "%s/contract.mlir", dir);
     snprintf(scheduled, sizeof scheduled, "%s/scheduled.mlir", dir);
-    RF_RETURN_IF_ERROR_PLAIN(write_contract(w, p->rows, desc, contract));
+    RF_RETURN_IF_ERROR_PLAIN(rf_cli_write_contract(w, p->rows, desc, contract));
     rf_status_t st =
         rf_cli_find_dir("RF_MLIR_BIN_DIR", "build-mlir/bin", "rowfuse-opt", bindir, sizeof bindir);
     if (st) { /* the MLIR build is optional: the package is complete without it */

@@ -6,6 +6,11 @@
 #include "rowfuse/compile.h"
 #include "rowfuse/plan.h"
 
+/* Writes the block's row contract as MLIR (rf_mlp_contract_mlir_write) to path: the one
+ * writer of contract.mlir, for `rowfuse compile` and `rowfuse iree`. */
+rf_status_t rf_cli_write_contract(const rf_mlp_weights_t *weights, int64_t rows, const char *desc,
+                                  const char *path);
+
 /* Writes DIR/contract.mlir and, with rowfuse-opt found, DIR/scheduled.mlir from the schedule
  * pass run at the plan's schedule and target (*out_scheduled = 1), checked kernel for kernel
  * against the plan. tile_rows: the --tile-rows the plan was made with (0 = auto). */

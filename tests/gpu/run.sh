@@ -29,6 +29,11 @@ fi
 export LD_LIBRARY_PATH="$LD${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 
 CHK="$B/bin/rowfuse check"
+# 0 when the package at $1 holds the Hopper schedule (C and H multiples of 8)
+has_wgmma() {
+    python3 -c 'import json, sys; sys.exit(0 if json.load(open(sys.argv[1]))["schedules"]["persistent-wgmma"]["available"] else 1)' \
+        "$1/plan.json" 2>/dev/null
+}
 echo "== $(date -u +%FT%TZ) $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>&1 | head -1); check program: $CHK"
 
 echo "== 1. unit test: no GPU visible to it, then --gpu"
@@ -61,8 +66,7 @@ SHAPES="$SHAPES,130000x64x128,50000x256x208,9000x512x2048"
 # schedules' results with it. When any of these fails, the main check leaves it out.
 WGMMA_RC=0
 for pkg in "${PKGS[@]}"; do
-    python3 -c 'import json, sys; sys.exit(0 if json.load(open(sys.argv[1]))["schedules"]["persistent-wgmma"]["available"] else 1)' \
-            "$pkg/plan.json" 2>/dev/null || continue
+    has_wgmma "$pkg" || continue
     name=$(basename "$pkg")
     timeout 90 $CHK "$pkg" --shapes "$SHAPES" --seed "${SEED:-20261202}" --replays 100 \
         --variants persistent-wgmma >"$OUT/wgmma-$name.log" 2>&1
@@ -88,8 +92,7 @@ head -4 "$B/shapes.txt" | while read -r rows c h; do
     pkg="$B/pkgs/${rows}x${c}x${h}"
     # the Hopper schedule where the package has it (C and H multiples of 8)
     VARIANTS=persistent-smem,persistent-gmem,conventional
-    python3 -c 'import json, sys; sys.exit(0 if json.load(open(sys.argv[1]))["schedules"]["persistent-wgmma"]["available"] else 1)' \
-        "$pkg/plan.json" 2>/dev/null && VARIANTS="$VARIANTS,persistent-wgmma"
+    has_wgmma "$pkg" && VARIANTS="$VARIANTS,persistent-wgmma"
     for tool in memcheck racecheck synccheck initcheck; do
         t1=$SECONDS
         {
