@@ -19,8 +19,13 @@ consumer warpgroup along M) from the first projection to the last:
   channels are split between two warpgroups) each computes half of the chunk's hidden
   units and writes them to a shared-memory H buffer (double-buffered), fenced for the
   async proxy, then both read the whole chunk as A from shared memory.
-- The epilogue runs once per tile: Y = ReLU(Y_acc + b2 + X), X read from the tile in
-  shared memory, 8-byte stores, masked to [rows, C].
+- The epilogue runs once per tile: Y = ReLU(Y_acc + b2 + X), X read from global memory
+  (the tile the TMA just brought into L2), 8-byte stores, masked to [rows, C].
+- With `cluster_h` = 2 a cluster of two blocks owns each tile: block r runs the chunks of
+  hidden half r (so twice the SMs compute when the tiles are few), stores the half of its
+  Y accumulator that the other block finishes into that block's exchange buffer
+  (distributed shared memory), and after a cluster barrier adds the other block's partial
+  sums to its own half of the channels and runs the epilogue there.
 
 The producer is one elected thread of warp 0 issuing the loads in line: `x_stages` X
 tiles and `w_stages` chunks ahead, each refilled as soon as every consumer warp has
@@ -74,6 +79,7 @@ class HopperPlan:
     hc: int  # hidden units per chunk
     w_stages: int  # chunk buffers in the ring (= nchunks: resident, loaded once)
     x_stages: int  # X tile buffers
+    cluster_h: int  # blocks of a cluster that split each tile's hidden units (1 or 2)
     smem_bytes: int
 
     @property
@@ -82,7 +88,8 @@ class HopperPlan:
 
     @property
     def nchunks(self) -> int:
-        return self.hp // self.hc
+        """Chunks of one block (of its hidden half when a block pair shares the tile)."""
+        return self.hp // self.hc // self.cluster_h
 
     @property
     def resident(self) -> bool:
@@ -108,6 +115,7 @@ class HopperPlan:
                 hc=k["hidden_chunk"],
                 w_stages=k["weight_buffers"],
                 x_stages=k["x_stages"],
+                cluster_h=k["cluster_h"],
                 smem_bytes=k["smem_bytes"],
             )
         except KeyError as e:
@@ -123,6 +131,12 @@ class HopperPlan:
         _check(p.cp // p.wg_n <= 256, n, "more than 256 channels per warpgroup")
         _check(p.hc % (16 * p.wg_n) == 0 and p.hc // p.wg_n <= 256, n, "hidden chunk")
         _check(p.hp % p.hc == 0 and p.hp >= p.hidden, n, "hidden chunk or padding")
+        _check(p.cluster_h in (1, 2), n, "cluster_h must be 1 or 2")
+        _check(
+            p.cluster_h == 1 or (p.wg_m == 1 and p.wg_n == 1 and (p.hp // p.hc) % 2 == 0),
+            n,
+            "a block pair splits whole chunks of one warpgroup's tile",
+        )
         _check(p.hp - p.hidden < p.hc, n, "a chunk wholly in the padding")
         _check(1 <= p.x_stages <= 4 and 1 <= p.w_stages <= min(p.nchunks, 16), n, "stages")
         counted = WgmmaMlpKernel(plan).smem_count()
@@ -179,6 +193,8 @@ class WgmmaMlpKernel:
         off = add(off, 2 * p.hc * p.cp * p.w_stages, SMEM_ALIGN)  # W2 ring (wg_n parts)
         if p.wg_n > 1:
             off = add(off, 2 * self.bm * p.hc * 2, SMEM_ALIGN)  # H, two buffers
+        if p.cluster_h > 1:
+            off = add(off, 4 * self.bm * p.cp // 2, 16)  # Y partial sums from the other block
         return off + SMEM_ALIGN  # the allocator's base alignment
 
     # ------------------------------------------------------------------ host side
@@ -256,6 +272,7 @@ class WgmmaMlpKernel:
         ).launch(
             grid=(grid, 1, 1),
             block=(p.threads, 1, 1),
+            cluster=(p.cluster_h, 1, 1) if p.cluster_h > 1 else None,
             smem=p.smem_bytes,
             stream=stream,
         )
@@ -297,19 +314,29 @@ class WgmmaMlpKernel:
             cpasync.prefetch_descriptor(tma_w1)
             cpasync.prefetch_descriptor(tma_w2)
 
-        mbar, sB1, sB2, sX, pW1, pW2, sH = self.alloc_smem(lx, lw1, lw2, lh)
+        # a cluster of cluster_h blocks owns each tile; block `rank` runs its hidden part
+        rank, cid, ncl = cutlass.Int32(0), bid, nblk
+        if cutlass.const_expr(p.cluster_h > 1):
+            rank = cute.arch.make_warp_uniform(cute.arch.block_idx_in_cluster())
+            cid, ncl = bid // p.cluster_h, nblk // p.cluster_h
+
+        mbar, sB1, sB2, sX, pW1, pW2, sH, sXch = self.alloc_smem(lx, lw1, lw2, lh)
         x_pipe, w_pipe = self.make_pipelines(mbar)
         self.stage_biases(mB1, mB2, sB1, sB2, tidx)
         cute.arch.mbarrier_init_fence()
         cute.arch.sync_threads()  # barriers initialised, biases in shared memory
+        if cutlass.const_expr(p.cluster_h > 1):
+            # the first cluster barrier phase: its wait, before the first store into the
+            # other block's shared memory, proves that block has started
+            cute.arch.cluster_arrive_relaxed()
         tXs, tXg, tW1s, tW1g, tW2s, tW2g = self.tma_partitions(
             tma_x, tX, tma_w1, tW1, tma_w2, tW2, sX, pW1, pW2, lw1, lw2
         )
 
         ntiles = (rows + bm - 1) // bm
         n_my = 0
-        if bid < ntiles:
-            n_my = (ntiles - bid + nblk - 1) // nblk
+        if cid < ntiles:
+            n_my = (ntiles - cid + ncl - 1) // ncl
         n_w = n_my * p.nchunks  # chunk loads this block consumes (streamed weights)
         if cutlass.const_expr(p.resident):
             n_w = p.nchunks if n_my > 0 else 0  # each chunk once
@@ -322,10 +349,10 @@ class WgmmaMlpKernel:
         # ---------------- prologue: fill both rings
         if warp == 0:
             for _ in cutlass.range(cutlass.min(p.x_stages, n_my), unroll=1):
-                self.load_x(x_pipe, xp, tma_x, tXs, tXg, bid + xp.count * nblk)
+                self.load_x(x_pipe, xp, tma_x, tXs, tXg, cid + xp.count * ncl)
                 xp.advance()
             for _ in cutlass.range(cutlass.min(p.w_stages, n_w), unroll=1):
-                self.load_w(w_pipe, wp, tma_w1, tW1s, tW1g, tma_w2, tW2s, tW2g)
+                self.load_w(w_pipe, wp, tma_w1, tW1s, tW1g, tma_w2, tW2s, tW2g, rank)
                 wp.advance()
 
         # ---------------- per-warpgroup MMA partitions
@@ -348,7 +375,7 @@ class WgmmaMlpKernel:
 
         # ---------------- the tiles of this block
         for i in cutlass.range(n_my, unroll=1):
-            row0 = (bid + i * nblk) * bm + wg_mi * WG_ROWS  # first row of this warpgroup
+            row0 = (cid + i * ncl) * bm + wg_mi * WG_ROWS  # first row of this warpgroup
             accY.fill(0.0)
             self.consumer_wait(x_pipe, xc)
             if cutlass.const_expr(p.resident):
@@ -358,7 +385,8 @@ class WgmmaMlpKernel:
                 self.consumer_wait(w_pipe, wc)
                 mmas = (mma1, thr1, acc1_shape, tCrA1, tCrB1, mma2, tCrA2, tCrB2, tCc1)
                 hb = (i * p.nchunks + j) % 2  # H buffer (two warpgroups): alternates across tiles
-                self.chunk(mmas, accY, sB1, sHw, xc.index, wc.index, j, hb, wg_mi, wg_ni)
+                jg = rank * p.nchunks + j  # the chunk's index in the whole hidden width
+                self.chunk(mmas, accY, sB1, sHw, xc.index, wc.index, jg, hb, wg_mi, wg_ni)
                 if cutlass.const_expr(p.resident):
                     wc.advance()
                 else:
@@ -366,7 +394,7 @@ class WgmmaMlpKernel:
                     wc.advance()
                     if warp == 0:
                         if wp.count < n_w:
-                            self.load_w(w_pipe, wp, tma_w1, tW1s, tW1g, tma_w2, tW2s, tW2g)
+                            self.load_w(w_pipe, wp, tma_w1, tW1s, tW1g, tma_w2, tW2s, tW2g, rank)
                             wp.advance()
             # every wgmma reading this X tile has completed and the epilogue reads X from
             # global memory: the buffer goes back now, so the next tile's X streams in
@@ -375,9 +403,50 @@ class WgmmaMlpKernel:
             xc.advance()
             if warp == 0:
                 if xp.count < n_my:
-                    self.load_x(x_pipe, xp, tma_x, tXs, tXg, bid + xp.count * nblk)
+                    self.load_x(x_pipe, xp, tma_x, tXs, tXg, cid + xp.count * ncl)
                     xp.advance()
-            self.epilogue(mX, mY, accY, tCcY, sB2, row0, wg_ni, rows)
+            if cutlass.const_expr(p.cluster_h == 1):
+                self.epilogue(mX, mY, accY, tCcY, sB2, row0, wg_ni, rows, 0, 1)
+            else:
+                self.exchange_and_finish(mX, mY, accY, tCcY, sB2, sXch, row0, rows, rank, tidx)
+        if cutlass.const_expr(p.cluster_h > 1):
+            cute.arch.cluster_wait()  # the last exchange is over in both blocks
+
+    @cute.jit
+    def exchange_and_finish(self, mX, mY, accY, tCcY, sB2, sXch, row0, rows, rank, tidx):
+        """A block pair's tile: block r finishes channel half r. The accumulator's values
+        are ordered (column pair, row half, column block of 8), so its first half holds
+        channels [0, cp / 2) and the second half the rest, for every thread alike; thread t
+        of one block holds the same (row, channel) cells as thread t of the other. Each
+        block stores the other block's half into that block's exchange buffer (value k of
+        thread t at k x threads + t), then a cluster barrier (release / acquire), then adds
+        what it received and runs the epilogue over its half. Cluster barriers alternate
+        arrive / wait in every thread: the wait at the top of a tile completes the phase
+        the other block arrived on after reading its buffer for the previous tile (or, for
+        the first tile, at its start), so no store reaches a block that has not started or
+        a buffer still being read; the kernel's last wait closes the last tile's phase."""
+        p = self.p
+        half = cute.size(accY) // 2
+        remote = cute.arch.map_dsmem_ptr(sXch.iterator, 1 - rank)  # the other block's buffer
+        cute.arch.cluster_wait()  # the other block has read its buffer (or has started)
+        if rank == 0:
+            for k in cutlass.range_constexpr(half):
+                self.store_remote(remote + (k * p.threads + tidx), accY[half + k])
+        else:
+            for k in cutlass.range_constexpr(half):
+                self.store_remote(remote + (k * p.threads + tidx), accY[k])
+        cute.arch.cluster_arrive()
+        cute.arch.cluster_wait()
+        if rank == 0:
+            for k in cutlass.range_constexpr(half):
+                accY[k] = accY[k] + sXch[k, tidx]
+            cute.arch.cluster_arrive()
+            self.epilogue(mX, mY, accY, tCcY, sB2, row0, 0, rows, 0, 2)
+        else:
+            for k in cutlass.range_constexpr(half):
+                accY[half + k] = accY[half + k] + sXch[k, tidx]
+            cute.arch.cluster_arrive()
+            self.epilogue(mX, mY, accY, tCcY, sB2, row0, 0, rows, 1, 2)
 
     # ------------------------------------------------------------------ setup helpers
     def alloc_smem(self, lx, lw1, lw2, lh):
@@ -393,10 +462,15 @@ class WgmmaMlpKernel:
         n1, n2 = cute.cosize(lw1.outer), cute.cosize(lw2.outer)
         pW1 = smem.allocate_array(f16, n1 * p.wg_n, byte_alignment=SMEM_ALIGN)
         pW2 = smem.allocate_array(f16, n2 * p.wg_n, byte_alignment=SMEM_ALIGN)
-        sH = None
+        sH = sXch = None
         if p.wg_n > 1:
             sH = smem.allocate_tensor(f16, lh.outer, SMEM_ALIGN, lh.inner)
-        return mbar, sB1, sB2, sX, pW1, pW2, sH
+        if p.cluster_h > 1:
+            half = self.bm * p.cp // 2 // p.threads  # accumulator values per thread / 2
+            sXch = smem.allocate_tensor(
+                f32, cute.make_layout((half, p.threads), stride=(p.threads, 1)), 16
+            )
+        return mbar, sB1, sB2, sX, pW1, pW2, sH, sXch
 
     def make_pipelines(self, mbar):
         """The X ring and the chunk ring: full barriers (one producer arrival plus the
@@ -500,6 +574,10 @@ class WgmmaMlpKernel:
         warpgroup.commit_group()
         warpgroup.wait_group(0)
 
+    def store_remote(self, ptr, value):
+        """st.shared::cluster of one fp32 through a distributed shared memory pointer."""
+        llvm.store(self.f32(value).ir_value(), ptr.to_llvm_ptr())
+
     def part(self, base, offset, layout):
         """The swizzled tensor of `layout` at element `offset` from `base`."""
         ptr = cute.recast_ptr(base + offset, layout.inner, dtype=self.f16)
@@ -541,10 +619,11 @@ class WgmmaMlpKernel:
         )
 
     @cute.jit
-    def load_w(self, w_pipe, wp, tma_w1, tW1s, tW1g, tma_w2, tW2s, tW2g):
-        """TMA of hidden chunk (wp.count mod nchunks): W1 and W2 parts of every warpgroup."""
+    def load_w(self, w_pipe, wp, tma_w1, tW1s, tW1g, tma_w2, tW2s, tW2g, rank):
+        """TMA of this block's hidden chunk (wp.count mod nchunks), chunk rank x nchunks +
+        that of the whole width: W1 and W2 parts of every warpgroup."""
         p = self.p
-        j = wp.count % p.nchunks
+        j = rank * p.nchunks + wp.count % p.nchunks
         self.producer_acquire(w_pipe, wp)
         bar = w_pipe.producer_get_barrier(wp)
         for n in cutlass.range_constexpr(p.wg_n):
@@ -612,27 +691,41 @@ class WgmmaMlpKernel:
             cute.copy(st2, src, dst)
 
     @cute.jit
-    def epilogue(self, mX, mY, accY, tCcY, sB2, row0, wg_ni, rows):
+    def epilogue(
+        self,
+        mX,
+        mY,
+        accY,
+        tCcY,
+        sB2,
+        row0,
+        wg_ni,
+        rows,
+        part: cutlass.Constexpr,
+        nparts: cutlass.Constexpr,
+    ):
         """Y = ReLU(acc + b2 + X) in fp32, only inside [rows, C]. The accumulator pairs
         (2k, 2k+1) are columns (c, c + 1) with c even (the m64nN layout) and C is even, so
-        X is read and Y written as 4- and 8-byte pairs. X comes from global memory (the
-        tile the TMA just brought into L2): its addresses are a per-thread base plus
-        constants, where the swizzled shared-memory copy would keep one live address per
-        pair across the whole tile loop (hoisted by the compiler). Every X load is issued
-        before the first Y store (Y may alias X as far as the compiler knows, so a load
-        after a store would wait for it)."""
+        X is read and Y written as 4- and 8-byte pairs; only the pairs of part `part` of
+        `nparts` equal ranges (a block pair's channel half: exchange_and_finish). X comes
+        from global memory (the tile the TMA just brought into L2): its addresses are a
+        per-thread base plus constants, where the swizzled shared-memory copy would keep one
+        live address per pair across the whole tile loop (hoisted by the compiler). Every X
+        load is issued before the first Y store (Y may alias X as far as the compiler knows,
+        so a load after a store would wait for it)."""
         p, f16, f32 = self.p, self.f16, self.f32
         ld2 = cute.make_copy_atom(cute.nvgpu.CopyUniversalOp(), f16, num_bits_per_copy=32)
         st2 = cute.make_copy_atom(cute.nvgpu.CopyUniversalOp(), f32, num_bits_per_copy=64)
         mXv = cute.zipped_divide(mX, (1, 2))
         mYv = cute.zipped_divide(mY, (1, 2))
-        npairs = cute.size(accY) // 2
+        npairs = cute.size(accY) // 2 // nparts
+        first = part * npairs
         group = min(npairs, EPI_PAIRS)  # X loads in flight at once (registers)
         xfrag = cute.make_rmem_tensor(cute.make_layout((2, group)), f16)
         ypair = cute.make_rmem_tensor(cute.make_layout(2), f32)
         col0 = wg_ni * self.nc_wg
-        for g in cutlass.range_constexpr(0, npairs, group):
-            for k in cutlass.range_constexpr(g, min(g + group, npairs)):
+        for g in cutlass.range_constexpr(first, first + npairs, group):
+            for k in cutlass.range_constexpr(g, min(g + group, first + npairs)):
                 r = row0 + tCcY[2 * k][0]
                 c = col0 + tCcY[2 * k][1]
                 xk = xfrag[None, k - g]
@@ -640,7 +733,7 @@ class WgmmaMlpKernel:
                 if r < rows and c < p.channels:
                     src = cute.make_tensor(mXv[(None, (r, c // 2))].iterator, cute.make_layout(2))
                     cute.copy(ld2, src, xk)
-            for k in cutlass.range_constexpr(g, min(g + group, npairs)):
+            for k in cutlass.range_constexpr(g, min(g + group, first + npairs)):
                 r = row0 + tCcY[2 * k][0]
                 c = col0 + tCcY[2 * k][1]
                 if r < rows and c < p.channels:

@@ -72,6 +72,8 @@ typedef struct rf_compile_options {
     int sm_count;         /* 0 = the target's */
     int x_prefetch;       /* -1 auto (fused schedules from 1000 rows), 0, 1 */
     int y_vec2;           /* -1 auto (persistent-smem), 0, 1 */
+    int hidden_split;     /* persistent-wgmma: -1 auto (a block pair per tile when the
+                           * tiles leave half the SMs idle), 0 off, 1 on where it fits */
     rf_grid_rule_t grid;
     int ring, min_blocks; /* experimental kernel variants (notes/kernels.md) */
     int max_grid;         /* tests: cap blocks per launch (0 = none) */
@@ -117,10 +119,12 @@ rf_status_t rf_kernel_geometry(rf_kernel_mode_t mode, int channels, int hidden, 
                                int x_prefetch, int split_w2, int y_vec2, int ring,
                                const rf_target_t *target, rf_kernel_spec_t *out_spec);
 /* The geometry of the Hopper kernel (mode fused_wgmma, src/compile/tiling_hopper.c) at
- * `rows` rows: tile_rows 0 = auto (64 or 128), else 64 or 128. UNSUPPORTED with the
- * reason when TMA's stride rule, the registers or the shared memory rule the shape out. */
+ * `rows` rows: tile_rows 0 = auto (64 or 128), else 64 or 128; hidden_split -1 = auto, 0 =
+ * one block per tile, 1 = a block pair per tile (UNSUPPORTED where it does not apply). UNSUPPORTED
+ * with the reason when TMA's stride rule, the registers or the shared memory rule the shape out. */
 rf_status_t rf_kernel_geometry_hopper(int channels, int hidden, int64_t rows, int tile_rows,
-                                      const rf_target_t *target, rf_kernel_spec_t *out_spec);
+                                      int hidden_split, const rf_target_t *target,
+                                      rf_kernel_spec_t *out_spec);
 /* Dynamic shared memory of a fused_wgmma kernel, counted as the kernel allocates it. */
 int rf_hopper_smem_bytes(const rf_kernel_spec_t *spec);
 /* Resident blocks per SM of a kernel: shared memory and threads, and registers when

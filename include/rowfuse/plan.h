@@ -36,7 +36,7 @@ extern "C" {
 #endif
 
 /* Bumped whenever a field's meaning changes; packages of another version are refused. */
-#define RF_PLAN_VERSION 3
+#define RF_PLAN_VERSION 4
 
 /* fp16 elements added to every shared-memory row of a kernel's tiles (16 bytes: ldmatrix
  * rows land in different banks). Part of the layout the planner counts and the generator
@@ -115,6 +115,9 @@ typedef struct rf_kernel_spec {
     int weight_buffers;   /* 1: staged once or single-buffered; 2: double-buffered
                            * (fused_wgmma: the stages of the chunk ring, 1 = resident) */
     int x_stages;         /* fused_wgmma: X tiles in the TMA ring (0 for other modes) */
+    int cluster_h;        /* fused_wgmma: blocks of a cluster that split a tile's hidden
+                           * units (1, or 2: each runs half the chunks, the Y partial sums
+                           * meet through distributed shared memory); 1 for other modes */
     int smem_bytes;       /* dynamic shared memory of one block */
     int x_prefetch;       /* double-buffer X across a block's tiles */
     int split_w2;         /* W2/b2 in their own cp.async group */

@@ -194,9 +194,14 @@ LogicalResult KernelOp::verify() {
                              << ", not " << tm;
     if (getThreads() % 32 != 0)
         return emitOpError() << "threads must be whole warps, not " << getThreads();
+    int64_t cb = getClusterBlocks();
+    if (cb != 1 && !(cb == 2 && mode == RF_KERNEL_FUSED_WGMMA))
+        return emitOpError() << "cluster_blocks " << cb
+                             << " (only fused_wgmma runs a block pair per tile, 2)";
     int64_t tiles = (rows + tm - 1) / tm;
-    if ((int64_t)getGrid() > tiles)
-        return emitOpError() << "grid " << getGrid() << " exceeds the " << tiles << " tiles of "
-                             << rows << " rows";
+    if ((int64_t)getGrid() > tiles * cb || (int64_t)getGrid() % cb != 0)
+        return emitOpError() << "grid " << getGrid() << " is not a multiple of " << cb
+                             << " blocks per tile up to the " << tiles << " tiles of " << rows
+                             << " rows";
     return success();
 }

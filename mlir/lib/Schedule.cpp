@@ -54,6 +54,8 @@ KernelOp buildKernel(PatternRewriter &rw, Location loc, const BlockPlan &bp, int
                        "the kernel generator has run)";
     if (spec.grid_balanced)
         rule += ", balanced";
+    if (spec.cluster_h > 1)
+        rule += ", a cluster of " + std::to_string(spec.cluster_h) + " blocks per tile";
     SmallVector<StringRef> onChip;
     if (spec.mode == RF_KERNEL_FUSED_SMEM || spec.mode == RF_KERNEL_FUSED_WGMMA)
         onChip.push_back("h");
@@ -62,7 +64,8 @@ KernelOp buildKernel(PatternRewriter &rw, Location loc, const BlockPlan &bp, int
         rw.getStringAttr(rf_kernel_mode_name(spec.mode)), rw.getI64IntegerAttr(spec.tile_rows),
         rw.getI64IntegerAttr(rf_kernel_spec_threads(&spec)), rw.getI64IntegerAttr(grid),
         rw.getI64IntegerAttr(spec.smem_bytes), rw.getI64IntegerAttr(spec.hidden_chunk),
-        rw.getStrArrayAttr(onChip), rw.getStringAttr(rule));
+        rw.getStrArrayAttr(onChip), rw.getStringAttr(rule),
+        rw.getI64IntegerAttr(spec.cluster_h > 1 ? spec.cluster_h : 1));
 }
 
 /// The planned block at `root`, or null when `root` is not planned for `schedules`.
@@ -174,6 +177,7 @@ struct SchedulePass : rowfuse::impl::RowfuseScheduleBase<SchedulePass> {
         o.target = target.c_str();
         o.sm_count = sms;
         o.tile_rows = tileRows;
+        o.hidden_split = hiddenSplit;
         o.rows = bp->block.rows;
         rf_status_t st = rf_compile_plan(bp->block.channels, bp->block.hidden, &o, &bp->plan);
         if (st) {

@@ -19,7 +19,7 @@
 #define RF_COMPILE_USAGE                                                                           \
     "usage: rowfuse compile (MODEL.onnx | --mlp ROWSxCHANNELSxHIDDEN [--seed S]) [--rows N] "      \
     "[--schedule auto|NAME] [--tile-rows auto|16|32|64] [--target h200|h100-sxm|h100-pcie] "       \
-    "[--sms N] [--x-prefetch auto|on|off] [--y-vec2 auto|on|off] "                                 \
+    "[--sms N] [--x-prefetch auto|on|off] [--y-vec2 auto|on|off] [--hidden-split auto|on|off] "    \
     "[--grid auto|smem|regs|balanced] [--ring] [--min-blocks N] [--max-grid N] "                   \
     "[--plant-fault no-barrier|no-pad (tests of the gates)] -o PKGDIR\n"                           \
     "       rowfuse compile (MODEL.onnx | --mlp RxCxH) --target iree [--device llvm-cpu|cuda] "    \
@@ -78,6 +78,8 @@ static int parse_option(compile_args_t *c, const char *a, const char *v) {
         ok = parse_tri(v, &o->x_prefetch);
     else if (!strcmp(a, "--y-vec2"))
         ok = parse_tri(v, &o->y_vec2);
+    else if (!strcmp(a, "--hidden-split"))
+        ok = parse_tri(v, &o->hidden_split);
     else if (!strcmp(a, "--grid"))
         ok = parse_grid(v, &o->grid);
     else if (!strcmp(a, "--min-blocks"))
@@ -155,10 +157,12 @@ static void print_plan(const rf_plan_t *p, const char *out_dir) {
     printf("  schedule %s: %s\n", rf_schedule_name(p->schedule), p->reason);
     for (int i = 0; i < p->kernel_count; i++) {
         const rf_kernel_spec_t *k = &p->kernels[i];
-        char rings[48] = "";
+        char rings[112] = "";
         if (k->x_stages > 0)
-            snprintf(rings, sizeof rings, " (TMA rings: %d X, %d chunk)", k->x_stages,
-                     k->weight_buffers);
+            snprintf(rings, sizeof rings, " (TMA rings: %d X, %d chunk%s)", k->x_stages,
+                     k->weight_buffers,
+                     k->cluster_h > 1 ? "; a cluster of 2 blocks per tile, half the chunks each"
+                                      : "");
         printf("  kernel %s: %d threads, %d B smem, hidden chunk %d x%d%s, %d registers, %d "
                "blocks/SM%s, grid %d at %lld rows\n",
                k->name, rf_kernel_spec_threads(k), k->smem_bytes, k->hidden_chunk,
@@ -211,7 +215,8 @@ int rf_cmd_compile(int argc, char **argv) {
     st = plan ? rf_compile_package(&w, hash, &c.o, plan) : RF_ERR(RF_CODE_OUT_OF_MEMORY, "plan");
     int scheduled = 0;
     if (!st)
-        st = rf_compile_package_mlir(plan, &w, desc, c.o.out_dir, c.o.tile_rows, &scheduled);
+        st = rf_compile_package_mlir(plan, &w, desc, c.o.out_dir, c.o.tile_rows, c.o.hidden_split,
+                                     &scheduled);
     if (!st) {
         print_plan(plan, c.o.out_dir);
         printf("  MLIR: %s/contract.mlir%s\n", c.o.out_dir,

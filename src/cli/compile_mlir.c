@@ -60,7 +60,8 @@ static rf_status_t compare_kernels(const rf_plan_t *p, const char *path) {
 }
 
 rf_status_t rf_compile_package_mlir(const rf_plan_t *p, const rf_mlp_weights_t *w, const char *desc,
-                                    const char *dir, int tile_rows, int *out_scheduled) {
+                                    const char *dir, int tile_rows, int hidden_split,
+                                    int *out_scheduled) {
     char contract[4200], scheduled[4200], bindir[4096], opt[4200], flag[256];
     *out_scheduled = 0;
     snprintf(contract, sizeof contract, "%s/contract.mlir", dir);
@@ -77,6 +78,8 @@ rf_status_t rf_compile_package_mlir(const rf_plan_t *p, const rf_mlp_weights_t *
              rf_schedule_name(p->schedule), p->target.name, p->target.sm_count);
     if (tile_rows) /* the plan's --tile-rows: kernel names carry the tile */
         snprintf(flag + strlen(flag), sizeof flag - strlen(flag), " tile-rows=%d", tile_rows);
+    if (hidden_split >= 0) /* the plan's --hidden-split: a pair's kernel name says so */
+        snprintf(flag + strlen(flag), sizeof flag - strlen(flag), " hidden-split=%d", hidden_split);
     char *argv[] = {opt, contract, flag, "-o", scheduled, NULL};
     RF_RETURN_IF_ERROR_PLAIN(rf_tool_run(argv, "the schedule pass (rowfuse-opt)"));
     RF_RETURN_IF_ERROR_PLAIN(compare_kernels(p, scheduled));

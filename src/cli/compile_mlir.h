@@ -13,9 +13,10 @@ rf_status_t rf_cli_write_contract(const rf_mlp_weights_t *weights, int64_t rows,
 
 /* Writes DIR/contract.mlir and, with rowfuse-opt found, DIR/scheduled.mlir from the schedule
  * pass run at the plan's schedule and target (*out_scheduled = 1), checked kernel for kernel
- * against the plan. tile_rows: the --tile-rows the plan was made with (0 = auto). */
+ * against the plan. tile_rows, hidden_split: the --tile-rows (0 = auto) and --hidden-split
+ * (-1 = auto) the plan was made with. */
 rf_status_t rf_compile_package_mlir(const rf_plan_t *plan, const rf_mlp_weights_t *weights,
                                     const char *desc, const char *dir, int tile_rows,
-                                    int *out_scheduled);
+                                    int hidden_split, int *out_scheduled);
 
 #endif

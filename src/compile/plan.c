@@ -18,6 +18,7 @@ void rf_compile_options_default(rf_compile_options_t *o) {
     o->schedule = "auto";
     o->target = "h200";
     o->x_prefetch = -1;
+    o->hidden_split = -1;
     o->y_vec2 = -1;
     o->grid = RF_GRID_AUTO;
     o->python = "python3";
@@ -69,8 +70,8 @@ static rf_status_t schedule_tiling(rf_schedule_t s, int64_t rows, int c, int h,
                           "fused_wgmma has no planted-fault variant (--plant-fault %s is for "
                           "the mma.sync kernels)",
                           o->fault);
-        RF_RETURN_IF_ERROR_PLAIN(
-            rf_kernel_geometry_hopper(c, h, rows, o->tile_rows == 64 ? 64 : 0, t, &out[0]));
+        RF_RETURN_IF_ERROR_PLAIN(rf_kernel_geometry_hopper(c, h, rows, o->tile_rows == 64 ? 64 : 0,
+                                                           o->hidden_split, t, &out[0]));
         out[0].grid_balanced = o->grid == RF_GRID_BALANCED ||
                                (o->grid == RF_GRID_AUTO && rf_schedule_grid_balanced(s));
         *out_n = 1;

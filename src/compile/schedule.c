@@ -96,8 +96,10 @@ void rf_schedule_fits(const rf_plan_t *p, rf_schedule_fit_t fit[RF_SCHEDULE_COUN
     for (int s = 0; s < RF_SCHEDULE_COUNT; s++) {
         const rf_plan_schedule_t *ps = &p->schedules[s];
         fit[s].available = ps->available;
+        /* rows per block: a cluster of cluster_h blocks shares each tile */
+        const rf_kernel_spec_t *k = ps->kernel_count > 0 ? &p->kernels[ps->kernel[0]] : NULL;
         fit[s].tile_rows =
-            ps->available && ps->kernel_count > 0 ? p->kernels[ps->kernel[0]].tile_rows : 0;
+            ps->available && k ? k->tile_rows / (k->cluster_h > 1 ? k->cluster_h : 1) : 0;
     }
 }
 

@@ -105,6 +105,7 @@ rf_status_t rf_kernel_geometry(rf_kernel_mode_t mode, int channels, int hidden, 
     k.channels = channels;
     k.hidden = hidden;
     k.tile_rows = tile_rows;
+    k.cluster_h = 1;
     k.warps_m = tile_rows / 16;
     k.warps_n = choose_warps_n(k.warps_m, channels, hidden);
     k.padded_channels = roundup(channels, 16 * k.warps_n);

@@ -10,6 +10,13 @@
  * schedule is unavailable and plan.json says why. The Y accumulator lives in registers: a warpgroup
  * holds 64 rows x (C / wg_n) fp32, at most 128 per thread, so C <= 512.
  *
+ * When the 64-row tiles would leave more than half of the SMs idle (2 x tiles <= SMs, one
+ * warpgroup, H >= 64), a cluster of two blocks shares each tile (cluster_h = 2): block r
+ * of the pair runs the chunks of hidden half r, so twice the SMs compute, and the two Y
+ * partial sums meet in distributed shared memory: each block stores the half of its
+ * accumulator the other block finishes into that block's exchange buffer, and after a
+ * cluster barrier finishes (b2, residual, ReLU) its own half of the channels.
+ *
  * The weights are resident (every chunk its own buffer, loaded once per block:
  * weight_buffers = chunks) when they fit next to an X buffer, else streamed through a
  * ring of 2..4 chunk buffers (weight_buffers < chunks), every tile re-reading them.
@@ -23,20 +30,23 @@
  *   W2 ring    w_stages x hidden_chunk x padded_channels x 2 B
  *   H          2 x tile_rows x hidden_chunk x 2 B (only with wg_n = 2; with wg_n = 1 the
  *              fp16 H chunk stays in registers as the A operand of the second wgmma)
+ *   exchange   tile_rows x padded_channels / 2 x 4 B (only with cluster_h = 2: the
+ *              partial Y sums of the channels this block finishes, from the other block)
  * plus 1 KB of alignment slack. */
 #include <stdio.h>
 
 #include "rowfuse/compile.h"
 
 enum {
-    WG_ROWS = 64,              /* rows of one wgmma (m64) = rows per consumer warpgroup */
-    MAX_CHANNELS = 512,        /* 64 rows x 256 fp32 per warpgroup, two warpgroups */
-    ACC_BUDGET = 160,          /* fp32 accumulator + fp16 H registers per thread */
-    MAX_N = 256,               /* the widest wgmma N */
-    ALIGN = 1024,              /* TMA / swizzled buffers */
-    MAX_X_STAGES = 4,          /* X tiles in flight per block (weights resident) */
-    MAX_RESIDENT_CHUNKS = 16,  /* chunk buffers when the weights are loaded once */
-    TILE128_MIN_TILES_PCT = 90 /* 128-row tiles only with >= 0.9 tiles per SM */
+    WG_ROWS = 64,               /* rows of one wgmma (m64) = rows per consumer warpgroup */
+    MAX_CHANNELS = 512,         /* 64 rows x 256 fp32 per warpgroup, two warpgroups */
+    ACC_BUDGET = 160,           /* fp32 accumulator + fp16 H registers per thread */
+    MAX_N = 256,                /* the widest wgmma N */
+    ALIGN = 1024,               /* TMA / swizzled buffers */
+    MAX_X_STAGES = 4,           /* X tiles in flight per block (weights resident) */
+    MAX_RESIDENT_CHUNKS = 16,   /* chunk buffers when the weights are loaded once */
+    TILE128_MIN_TILES_PCT = 90, /* 128-row tiles only with >= 0.9 tiles per SM */
+    MIN_SPLIT_HIDDEN = 64       /* a block pair splits H only from 64 hidden units (32 each) */
 };
 
 static int roundup(int x, int m) {
@@ -57,6 +67,8 @@ int rf_hopper_smem_bytes(const rf_kernel_spec_t *k) {
     off = add(off, 2 * (int64_t)hc * cp * k->weight_buffers, ALIGN);
     if (wg_n > 1)
         off = add(off, 2 * 2 * (int64_t)bm * hc, ALIGN);
+    if (k->cluster_h > 1)
+        off = add(off, 4 * (int64_t)bm * cp / 2, 16);
     off += ALIGN;
     return off > (1 << 30) ? (1 << 30) : (int)off;
 }
@@ -137,12 +149,23 @@ static int try_streamed(rf_kernel_spec_t *k, int hp16, int limit, int one_tile) 
     return 0;
 }
 
+/* The chunks of one block's hidden units (hp_block, a multiple of 16 wg_n): resident if
+ * they fit, else streamed; padded_hidden counts the whole tile's (cluster_h blocks). */
+static int plan_chunks(rf_kernel_spec_t *k, int hp_block, int limit, int one_tile) {
+    if (!try_resident(k, hp_block, limit) && !try_streamed(k, hp_block, limit, one_tile))
+        return 0;
+    k->padded_hidden *= k->cluster_h;
+    k->smem_bytes = rf_hopper_smem_bytes(k); /* b1 of the whole tile */
+    return k->smem_bytes <= limit;
+}
+
 static rf_status_t reject(int channels, int hidden, const char *why) {
     return RF_ERR(RF_CODE_UNSUPPORTED, "fused_wgmma: C=%d H=%d: %s", channels, hidden, why);
 }
 
 rf_status_t rf_kernel_geometry_hopper(int channels, int hidden, int64_t rows, int tile_rows,
-                                      const rf_target_t *t, rf_kernel_spec_t *out) {
+                                      int hidden_split, const rf_target_t *t,
+                                      rf_kernel_spec_t *out) {
     rf_kernel_spec_t k = {0};
     if (channels < 1 || hidden < 1 || channels > 65536 || hidden > 65536)
         return reject(channels, hidden, "channels and hidden must be in 1..65536");
@@ -175,10 +198,22 @@ rf_status_t rf_kernel_geometry_hopper(int channels, int hidden, int64_t rows, in
      * of 32, so W2's TMA boxes are at least 64 bytes wide (narrower swizzle-free boxes
      * multiply the ring's TMA instructions and their live addresses: spills) */
     k.padded_channels = roundup(channels, k.warps_n == 2 ? 64 : 16);
-    int hp16 = roundup(hidden, 16 * k.warps_n);
-    int one_tile = (rows + k.tile_rows - 1) / k.tile_rows <= t->sm_count;
-    if (!try_resident(&k, hp16, t->smem_per_block) &&
-        !try_streamed(&k, hp16, t->smem_per_block, one_tile)) {
+    int64_t tiles = (rows + k.tile_rows - 1) / k.tile_rows;
+    int one_tile = tiles <= t->sm_count;
+    /* a pair of blocks per tile when the tiles alone would leave half the SMs idle */
+    int can_split = k.warps_n == 1 && wg_m == 1 && hidden >= MIN_SPLIT_HIDDEN;
+    if (hidden_split == 1 || (hidden_split < 0 && can_split && 2 * tiles <= t->sm_count)) {
+        k.cluster_h = 2;
+        if (can_split && plan_chunks(&k, roundup(hidden, 32) / 2, t->smem_per_block, one_tile) &&
+            k.padded_hidden - hidden < k.hidden_chunk)
+            goto planned;
+        if (hidden_split == 1)
+            return reject(channels, hidden,
+                          "a block pair per tile needs 64-row tiles of one warpgroup (C <= "
+                          "256), H >= 64, and both halves' chunks in shared memory");
+    }
+    k.cluster_h = 1;
+    if (!plan_chunks(&k, roundup(hidden, 16 * k.warps_n), t->smem_per_block, one_tile)) {
         char why[160];
         snprintf(why, sizeof why,
                  "no hidden chunk fits %d bytes of shared memory per block on %s with two "
@@ -186,7 +221,9 @@ rf_status_t rf_kernel_geometry_hopper(int channels, int hidden, int64_t rows, in
                  t->smem_per_block, t->name);
         return reject(channels, hidden, why);
     }
-    snprintf(k.name, sizeof k.name, "rf_c%d_h%d_fused_wgmma_t%d", channels, hidden, k.tile_rows);
+planned:
+    snprintf(k.name, sizeof k.name, "rf_c%d_h%d_fused_wgmma_t%d%s", channels, hidden, k.tile_rows,
+             k.cluster_h > 1 ? "_pair" : "");
     *out = k;
     return RF_OK;
 }

@@ -83,20 +83,33 @@ if [ ! -f "$B/pkgs/example/plan.json" ] || [ "$(cat "$B/pkgs/example/stamp" 2>/d
 fi
 echo "  example: $(sed -n 2p "$B/work/example.log" 2>/dev/null | cut -c1-70)"
 
-echo "== planted GPU faults (tests of the gates): 100x40x72, partial tiles in every dimension"
-for fault in no-barrier no-pad; do
-    pkg="$B/pkgs/fault-$fault"
+# A package made with extra compile options: name, RxCxH, options.
+build_variant() {
+    local name=$1 shape=$2
+    shift 2
+    local pkg="$B/pkgs/$name"
     if [ ! -f "$pkg/plan.json" ] || [ "$(cat "$pkg/stamp" 2>/dev/null)" != "$STAMP" ]; then
-        rm -rf "$B/work/fault-$fault" "$pkg"
-        "$B/bin/rowfuse" compile --mlp 100x40x72 --plant-fault "$fault" -o "$B/work/fault-$fault" \
-            >"$B/work/fault-$fault.log" 2>&1 || { cat "$B/work/fault-$fault.log"; exit 1; }
+        rm -rf "$B/work/$name" "$pkg"
+        "$B/bin/rowfuse" compile --mlp "$shape" "$@" -o "$B/work/$name" >"$B/work/$name.log" 2>&1 ||
+            { cat "$B/work/$name.log"; exit 1; }
         mkdir -p "$pkg"
-        cp "$B/work/fault-$fault/plan.json" "$B/work/fault-$fault/weights.bin" \
-            "$B/work/fault-$fault/librowfuse_pkg.so" "$pkg/"
+        cp "$B/work/$name/plan.json" "$B/work/$name/weights.bin" "$B/work/$name/librowfuse_pkg.so" "$pkg/"
         echo "$STAMP" >"$pkg/stamp"
     fi
-    echo "  fault-$fault: ok"
+    echo "  $name ($shape $*): ok"
+}
+
+echo "== planted GPU faults (tests of the gates): 100x40x72, partial tiles in every dimension"
+for fault in no-barrier no-pad; do
+    build_variant "fault-$fault" 100x40x72 --plant-fault "$fault"
 done
+
+echo "== persistent-wgmma variants: block pairs that walk several tiles, and one block per tile"
+# 2 pairs over 16 tiles (resident weights, the X ring wraps); 3 pairs over 32 tiles with
+# streamed chunks (the chunk ring wraps across tiles); the 4096x128x512 kernel without pairs
+build_variant pair-walk 1000x96x200 --hidden-split on --max-grid 4
+build_variant pair-stream 2000x256x1024 --hidden-split on --max-grid 6
+build_variant nopair-4096 4096x128x512 --hidden-split off
 
 echo "== carried size"
 du -shc "$B/bin" "$B/lib" "$B/pkgs" | tail -1

@@ -75,6 +75,25 @@ for pkg in "${PKGS[@]}"; do
     grep -E "FAIL|ERROR" "$OUT/wgmma-$name.log" | head -3 | cut -c1-240 | sed 's/^/    /'
     [ "$rc" = 0 ] || WGMMA_RC=1
 done
+# block pairs walking several tiles (tests/gpu/prepare.sh, persistent-wgmma variants), at
+# their planned rows and a partial tile; the pairs also run under the sanitizers below
+for v in pair-walk:1000x96x200,999x96x200 pair-stream:2000x256x1024,1999x256x1024 \
+    nopair-4096:4096x128x512,4001x128x512; do
+    name=${v%%:*}
+    timeout 90 $CHK "$B/pkgs/$name" --shapes "${v#*:}" --seed "${SEED:-20261202}" --replays 100 \
+        --variants persistent-wgmma >"$OUT/wgmma-$name.log" 2>&1
+    rc=$?
+    echo "  persistent-wgmma $name: exit $rc, $(grep -c PASS "$OUT/wgmma-$name.log") PASS, $(grep -cE 'FAIL|ERROR' "$OUT/wgmma-$name.log") FAIL/ERROR"
+    grep -E "FAIL|ERROR" "$OUT/wgmma-$name.log" | head -3 | cut -c1-240 | sed 's/^/    /'
+    [ "$rc" = 0 ] || WGMMA_RC=1
+done
+for tool in memcheck racecheck synccheck; do
+    timeout 90 compute-sanitizer --tool "$tool" --error-exitcode 99 $CHK "$B/pkgs/pair-walk" \
+        --shapes 1000x96x200 --variants persistent-wgmma >"$OUT/san-pair-$tool.log" 2>&1
+    rc=$?
+    echo "  $tool pair-walk (2 pairs, 8 tiles each): exit $rc, $(grep -Eo 'ERROR SUMMARY: [0-9]+|RACECHECK SUMMARY: [0-9]+ hazard' "$OUT/san-pair-$tool.log" | tail -1)"
+    [ "$rc" = 0 ] || WGMMA_RC=1
+done
 VARIANTS_ARG=()
 [ "$WGMMA_RC" = 0 ] || VARIANTS_ARG=(--variants persistent-smem,persistent-gmem,conventional,cublaslt)
 $CHK "${PKGS[@]}" --shapes "$SHAPES" --seed "${SEED:-20261202}" --replays 1000 "${VARIANTS_ARG[@]}" \

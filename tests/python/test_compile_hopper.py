@@ -40,6 +40,9 @@ def _check_machine_code(pkg, k: dict, f: dict) -> None:
     assert ".target sm_90a" in ptx
     assert "wgmma.mma_async.sync.aligned" in ptx and "cp.async.bulk.tensor" in ptx, k["name"]
     assert "mma.sync.aligned" not in ptx and "mbarrier.try_wait" in ptx
+    # a block pair exchanges Y partial sums through distributed shared memory
+    pair = "st.shared::cluster" in ptx and "barrier.cluster.wait" in ptx
+    assert pair == (k["cluster_h"] == 2), k["name"]
     assert f["ptx_wgmma"] > 0 and f["ptx_tma"] > 0 and f["ptx_mma"] == 0
     assert "sass" in f["files"], "no SASS: the build found no nvdisasm"
     sass = (pkg / f["files"]["sass"]).read_text()
@@ -49,18 +52,25 @@ def _check_machine_code(pkg, k: dict, f: dict) -> None:
 
 
 @pytest.mark.parametrize(
-    "shape, geometry",
+    "shape, extra, geometry",
     [
-        # partial row tile, C padded 40 -> 48, H = 72 (one resident chunk of 80)
-        ("100x40x72", dict(tile_rows=64, threads=128, padded_channels=48, hidden_chunk=80)),
-        # streamed weights: 4 chunks of 128 through a 3-stage ring (one tile per block)
-        ("4096x128x512", dict(tile_rows=64, hidden_chunk=128, weight_buffers=3, x_stages=1)),
+        # partial row tile, C padded 40 -> 48, H = 72: a block pair, a resident chunk of 48
+        # each (the second block's half partly padding)
+        ("100x40x72", (), dict(tile_rows=64, padded_channels=48, hidden_chunk=48, cluster_h=2)),
+        # 64 tiles: a block pair per tile, two resident chunks of 128 each
+        ("4096x128x512", (), dict(hidden_chunk=128, weight_buffers=2, cluster_h=2)),
+        # one block per tile: 4 chunks of 128 streamed through a 3-stage ring
+        (
+            "4096x128x512",
+            ("--hidden-split", "off"),
+            dict(hidden_chunk=128, weight_buffers=3, x_stages=1, cluster_h=1),
+        ),
         # C split over two warpgroups (H in shared memory; C padded to 320), H = 520
-        ("100x272x520", dict(threads=256, warps_n=2, padded_channels=320)),
+        ("100x272x520", (), dict(threads=256, warps_n=2, padded_channels=320, cluster_h=1)),
     ],
 )
-def test_wgmma_package_builds(tmp_path, shape, geometry):
-    plan, facts, out = _compile(tmp_path, shape)
+def test_wgmma_package_builds(tmp_path, shape, extra, geometry):
+    plan, facts, out = _compile(tmp_path, shape, *extra)
     assert plan["schedule"] == WGMMA and plan["schedule_reason"] == "chosen with --schedule"
     k, f = _wgmma_kernel(plan, facts, tmp_path / shape)
     assert k["mode"] == "fused_wgmma" and k["grid_balanced"] and k["blocks_per_sm"] >= 1
@@ -68,7 +78,8 @@ def test_wgmma_package_builds(tmp_path, shape, geometry):
         assert k[key] == want, (key, k[key], want)
     # the recorded geometry is whole: chunks cover H, the ring holds at most every chunk
     assert k["padded_hidden"] % k["hidden_chunk"] == 0 and k["padded_hidden"] >= k["hidden"]
-    assert 1 <= k["weight_buffers"] <= k["padded_hidden"] // k["hidden_chunk"]
+    per_block = k["padded_hidden"] // k["hidden_chunk"] // k["cluster_h"]
+    assert 1 <= k["weight_buffers"] <= per_block
     assert 1 <= k["x_stages"] <= 4 and 0 < k["smem_bytes"] <= plan["target"]["smem_per_block"]
     assert k["name"] in out and "TMA rings" in out
     _check_machine_code(tmp_path / shape, k, f)

@@ -118,8 +118,14 @@ static void test_missing_and_malformed(void) {
               "JSON object");
     CHECK_ERR(rf_pkg_load(a, make_pkg("other", "{\"format\": \"x\"}"), &pkg), RF_CODE_PARSE_ERROR,
               "not a rowfuse package plan");
-    CHECK_ERR(rf_pkg_load(a, make_pkg("v1", plan_text("\"version\": 3", "\"version\": 1")), &pkg),
-              RF_CODE_UNSUPPORTED, "version 1 plan; this runtime reads version 3");
+    char version[32], reads[64];
+    snprintf(version, sizeof version, "\"version\": %d", RF_PLAN_VERSION);
+    snprintf(reads, sizeof reads, "version 1 plan; this runtime reads version %d", RF_PLAN_VERSION);
+    CHECK_ERR(rf_pkg_load(a, make_pkg("v1", plan_text(version, "\"version\": 1")), &pkg),
+              RF_CODE_UNSUPPORTED, reads);
+    CHECK_ERR(rf_pkg_load(
+                  a, make_pkg("cluster3", plan_text("\"cluster_h\": 2", "\"cluster_h\": 3")), &pkg),
+              RF_CODE_PARSE_ERROR, "cluster_h");
     CHECK_ERR(rf_pkg_load(a, make_pkg("nochan", plan_text("\"channels\": 48,", "")), &pkg),
               RF_CODE_PARSE_ERROR, "\"channels\" is missing");
     CHECK_ERR(

@@ -19,21 +19,25 @@ static rf_target_t h200(void) {
     return t;
 }
 
-/* rows, C, H; tile rows, threads, padded C, chunk, chunks, chunk stages, X stages, smem */
+/* rows, C, H; tile rows, threads, blocks per tile, padded C, chunk, chunks (of the whole
+ * tile), chunk stages (of one block), X stages, smem */
 static const struct golden {
     int rows, c, h;
-    int tile, threads, cp, hc, nch, ws, xs, smem;
+    int tile, threads, pair, cp, hc, nch, ws, xs, smem;
 } golden[] = {
-    {49, 48, 96, 64, 128, 48, 96, 1, 1, 4, 45056},          /* resident, one chunk */
-    {64, 64, 128, 64, 128, 64, 128, 1, 1, 4, 67584},        /* resident, one chunk */
-    {1000, 96, 200, 64, 128, 96, 112, 2, 2, 4, 138240},     /* resident, two chunks */
-    {4096, 128, 512, 64, 128, 128, 128, 4, 3, 1, 217088},   /* streamed, one tile a block */
-    {131072, 32, 64, 128, 256, 32, 64, 1, 1, 4, 43008},     /* 128-row tiles */
-    {8192, 512, 2048, 64, 256, 512, 32, 64, 2, 1, 217088},  /* C split over 2 warpgroups */
-    {100, 40, 72, 64, 128, 48, 80, 1, 1, 4, 42496},         /* C padded to 48 */
-    {4084, 224, 256, 64, 128, 224, 64, 4, 3, 1, 203776},    /* streamed */
-    {100, 8, 4096, 64, 128, 16, 192, 22, 4, 1, 69632},      /* many chunks */
-    {200000, 256, 208, 128, 256, 256, 32, 7, 3, 2, 232448}, /* smem exactly the limit */
+    /* few tiles: a block pair per tile, half the chunks each (resident) */
+    {49, 48, 96, 64, 128, 2, 48, 48, 2, 1, 4, 42496},
+    {64, 64, 128, 64, 128, 2, 64, 64, 2, 1, 4, 59392},
+    {1000, 96, 200, 64, 128, 2, 96, 112, 2, 1, 4, 107520},
+    {4096, 128, 512, 64, 128, 2, 128, 128, 4, 2, 4, 217088},
+    {100, 40, 72, 64, 128, 2, 48, 48, 2, 1, 4, 42496},      /* C padded to 48 */
+    {4084, 224, 256, 64, 128, 2, 224, 64, 4, 2, 3, 232448}, /* smem exactly the limit */
+    {100, 8, 4096, 64, 128, 2, 16, 192, 22, 11, 4, 163840}, /* many chunks */
+    /* a tile per SM or more: one block per tile */
+    {131072, 32, 64, 128, 256, 1, 32, 64, 1, 1, 4, 43008},     /* 128-row tiles */
+    {8192, 512, 2048, 64, 256, 1, 512, 32, 64, 2, 1, 217088},  /* C split over 2 warpgroups */
+    {200000, 256, 208, 128, 256, 1, 256, 32, 7, 3, 2, 232448}, /* smem exactly the limit */
+    {8448, 128, 512, 64, 128, 1, 128, 128, 4, 3, 1, 217088},   /* streamed, 132 tiles */
 };
 
 static void test_golden(void) {
@@ -41,31 +45,46 @@ static void test_golden(void) {
     for (size_t i = 0; i < sizeof golden / sizeof golden[0]; i++) {
         const struct golden *g = &golden[i];
         rf_kernel_spec_t k;
-        CHECK_OK(rf_kernel_geometry_hopper(g->c, g->h, g->rows, 0, &t, &k));
+        CHECK_OK(rf_kernel_geometry_hopper(g->c, g->h, g->rows, 0, -1, &t, &k));
         int ok = k.mode == RF_KERNEL_FUSED_WGMMA && k.tile_rows == g->tile &&
-                 rf_kernel_spec_threads(&k) == g->threads && k.padded_channels == g->cp &&
-                 k.hidden_chunk == g->hc && k.padded_hidden == g->hc * g->nch &&
-                 k.weight_buffers == g->ws && k.x_stages == g->xs && k.smem_bytes == g->smem;
+                 rf_kernel_spec_threads(&k) == g->threads && k.cluster_h == g->pair &&
+                 k.padded_channels == g->cp && k.hidden_chunk == g->hc &&
+                 k.padded_hidden == g->hc * g->nch && k.weight_buffers == g->ws &&
+                 k.x_stages == g->xs && k.smem_bytes == g->smem;
         if (!ok)
             fprintf(stderr,
-                    "  %dx%dx%d: tile %d threads %d cp %d chunk %d x%d stages %d/%d smem %d\n",
-                    g->rows, g->c, g->h, k.tile_rows, rf_kernel_spec_threads(&k), k.padded_channels,
-                    k.hidden_chunk, k.padded_hidden / k.hidden_chunk, k.weight_buffers, k.x_stages,
-                    k.smem_bytes);
+                    "  %dx%dx%d: tile %d threads %d pair %d cp %d chunk %d x%d stages %d/%d smem "
+                    "%d\n",
+                    g->rows, g->c, g->h, k.tile_rows, rf_kernel_spec_threads(&k), k.cluster_h,
+                    k.padded_channels, k.hidden_chunk, k.padded_hidden / k.hidden_chunk,
+                    k.weight_buffers, k.x_stages, k.smem_bytes);
         CHECK(ok);
     }
     /* --tile-rows 64 forces 64-row tiles; 128 needs C <= 256 */
     rf_kernel_spec_t k;
-    CHECK_OK(rf_kernel_geometry_hopper(32, 64, 131072, 64, &t, &k));
+    CHECK_OK(rf_kernel_geometry_hopper(32, 64, 131072, 64, -1, &t, &k));
     CHECK(k.tile_rows == 64 && k.warps_m == 4);
-    CHECK_ERR(rf_kernel_geometry_hopper(512, 512, 131072, 128, &t, &k), RF_CODE_UNSUPPORTED,
+    CHECK_ERR(rf_kernel_geometry_hopper(512, 512, 131072, 128, -1, &t, &k), RF_CODE_UNSUPPORTED,
               "128-row tiles need C <= 256");
+    /* --hidden-split off: one block per tile (the streamed geometry of GPU run 1) */
+    CHECK_OK(rf_kernel_geometry_hopper(128, 512, 4096, 0, 0, &t, &k));
+    CHECK(k.cluster_h == 1 && k.hidden_chunk == 128 && k.padded_hidden == 512 &&
+          k.weight_buffers == 3 && k.x_stages == 1 && k.smem_bytes == 217088 &&
+          !strcmp(k.name, "rf_c128_h512_fused_wgmma_t64"));
+    /* --hidden-split on where auto would not, and where it cannot apply */
+    CHECK_OK(rf_kernel_geometry_hopper(128, 512, 8448, 0, 1, &t, &k));
+    CHECK(k.cluster_h == 2 && !strcmp(k.name, "rf_c128_h512_fused_wgmma_t64_pair"));
+    CHECK_ERR(rf_kernel_geometry_hopper(32, 64, 131072, 0, 1, &t, &k), RF_CODE_UNSUPPORTED,
+              "a block pair per tile needs");
+    CHECK_ERR(rf_kernel_geometry_hopper(512, 512, 64, 0, 1, &t, &k), RF_CODE_UNSUPPORTED,
+              "a block pair per tile needs");
+    CHECK_ERR(rf_kernel_geometry_hopper(64, 56, 64, 0, 1, &t, &k), RF_CODE_UNSUPPORTED, "H >= 64");
 }
 
 /* What the generator (HopperPlan.from_spec) and the wgmma / TMA shapes require. */
 static int invariants_hold(const rf_kernel_spec_t *k, const rf_target_t *t) {
     int wg_n = k->warps_n, wg_m = k->warps_m / 4, hc = k->hidden_chunk;
-    int nch = k->padded_hidden / hc;
+    int nch = k->padded_hidden / hc / k->cluster_h; /* chunks of one block */
     int acc = k->padded_channels / (2 * wg_n) + hc / (2 * wg_n) + hc / (4 * wg_n);
     return k->warps_m % 4 == 0 && (wg_m == 1 || wg_m == 2) && (wg_n == 1 || wg_n == 2) &&
            wg_m * wg_n <= 2 && k->tile_rows == 64 * wg_m && k->padded_channels >= k->channels &&
@@ -75,6 +94,8 @@ static int invariants_hold(const rf_kernel_spec_t *k, const rf_target_t *t) {
            k->weight_buffers >= 1 && k->weight_buffers <= nch && k->weight_buffers <= 16 &&
            (k->weight_buffers == nch || k->weight_buffers >= 2) && k->x_stages >= 1 &&
            k->x_stages <= 4 && k->smem_bytes == rf_hopper_smem_bytes(k) &&
+           (k->cluster_h == 1 ||
+            (k->cluster_h == 2 && wg_m == 1 && wg_n == 1 && k->padded_hidden % (2 * hc) == 0)) &&
            k->smem_bytes <= t->smem_per_block && acc <= 160;
 }
 
@@ -87,7 +108,7 @@ static void test_every_width(void) {
         for (size_t i = 0; i < sizeof hiddens / sizeof hiddens[0]; i++)
             for (int rows = 49; rows <= 131072; rows *= 50) {
                 rf_kernel_spec_t k;
-                rf_status_t st = rf_kernel_geometry_hopper(c, hiddens[i], rows, 0, &t, &k);
+                rf_status_t st = rf_kernel_geometry_hopper(c, hiddens[i], rows, 0, -1, &t, &k);
                 if (st) { /* every multiple of 8 up to 512 x 4096 fits */
                     if (broken++ < 5)
                         fprintf(stderr, "  C=%d H=%d: %s\n", c, hiddens[i], rf_status_message(st));
@@ -105,12 +126,14 @@ static void test_every_width(void) {
 static void test_rejections(void) {
     rf_target_t t = h200();
     rf_kernel_spec_t k;
-    CHECK_ERR(rf_kernel_geometry_hopper(36, 80, 17, 0, &t, &k), RF_CODE_UNSUPPORTED,
+    CHECK_ERR(rf_kernel_geometry_hopper(36, 80, 17, 0, -1, &t, &k), RF_CODE_UNSUPPORTED,
               "multiples of 8");
-    CHECK_ERR(rf_kernel_geometry_hopper(48, 100, 17, 0, &t, &k), RF_CODE_UNSUPPORTED,
+    CHECK_ERR(rf_kernel_geometry_hopper(48, 100, 17, 0, -1, &t, &k), RF_CODE_UNSUPPORTED,
               "16-byte row strides");
-    CHECK_ERR(rf_kernel_geometry_hopper(520, 512, 17, 0, &t, &k), RF_CODE_UNSUPPORTED, "C <= 512");
-    CHECK_ERR(rf_kernel_geometry_hopper(64, 64, 17, 32, &t, &k), RF_CODE_UNSUPPORTED, "64 or 128");
+    CHECK_ERR(rf_kernel_geometry_hopper(520, 512, 17, 0, -1, &t, &k), RF_CODE_UNSUPPORTED,
+              "C <= 512");
+    CHECK_ERR(rf_kernel_geometry_hopper(64, 64, 17, 32, -1, &t, &k), RF_CODE_UNSUPPORTED,
+              "64 or 128");
 }
 
 static void test_plan(void) {
@@ -123,7 +146,12 @@ static void test_plan(void) {
     CHECK(ps->available && ps->kernel_count == 1);
     const rf_kernel_spec_t *k = &p.kernels[ps->kernel[0]];
     CHECK(k->mode == RF_KERNEL_FUSED_WGMMA && k->grid_balanced);
-    CHECK(!strcmp(k->name, "rf_c48_h96_fused_wgmma_t64"));
+    CHECK(!strcmp(k->name, "rf_c48_h96_fused_wgmma_t64_pair") && k->cluster_h == 2);
+    /* the grid counts blocks: a pair per tile, at most a pair per two SMs' worth */
+    CHECK(rf_plan_grid(&p, k, 49) == 2 && rf_plan_grid(&p, k, 4096) == 128);
+    rf_kernel_spec_t one = *k;
+    one.blocks_per_sm = 1; /* 66 pairs fit; 1000 tiles balanced: 16 each, 63 pairs */
+    CHECK(rf_plan_grid(&p, &one, 64 * 1000) == 126);
     CHECK(p.schedule != RF_SCHEDULE_PERSISTENT_WGMMA); /* auto does not choose it (yet) */
     /* a package whose widths TMA cannot stride: the schedule is out, the plan says why */
     o.rows = 17;

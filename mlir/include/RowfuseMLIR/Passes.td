@@ -22,6 +22,8 @@ def RowfuseSchedule : Pass<"rowfuse-schedule", "::mlir::ModuleOp"> {
     Option<"sms", "sms", "int", /*default=*/"0", "SM count (0: the target's)">,
     Option<"tileRows", "tile-rows", "int", /*default=*/"0",
            "rows per tile (0: the planner decides; 16, 32, 64)">,
+    Option<"hiddenSplit", "hidden-split", "int", /*default=*/"-1",
+           "persistent-wgmma: a block pair per tile (-1: the planner decides; 0 off, 1 on)">,
   ];
 }
 

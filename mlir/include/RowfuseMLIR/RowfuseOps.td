@@ -115,7 +115,9 @@ def Rowfuse_KernelOp : Rowfuse_Op<"kernel", [AttrSizedOperandSegments]> {
     `name` is the kernel's entry (the package's kernels/<name>.ptx); tile_rows, threads,
     smem_bytes and hidden_chunk are its geometry (src/compile/tiling.c); grid the blocks of
     one launch at the function's row count under the recorded `grid_rule`; `on_chip` the
-    values that never leave the chip.
+    values that never leave the chip; `cluster_blocks` the blocks of a cluster that share
+    each row tile (fused_wgmma's block pair, 2: each runs half the hidden chunks; else 1),
+    so the grid holds at most cluster_blocks x tiles blocks, a multiple of cluster_blocks.
   }];
   let arguments = (ins
     Variadic<AnyRankedTensor>:$inputs,
@@ -128,7 +130,8 @@ def Rowfuse_KernelOp : Rowfuse_Op<"kernel", [AttrSizedOperandSegments]> {
     ConfinedAttr<I64Attr, [IntMinValue<1>]>:$smem_bytes,
     ConfinedAttr<I64Attr, [IntMinValue<1>]>:$hidden_chunk,
     StrArrayAttr:$on_chip,
-    StrAttr:$grid_rule);
+    StrAttr:$grid_rule,
+    DefaultValuedAttr<I64Attr, "1">:$cluster_blocks);
   let results = (outs AnyRankedTensor:$result);
   let assemblyFormat = [{
     $kernel_name $family `(` $inputs `)` (`buffer` `(` $buffer^ `:` type($buffer) `)`)?

@@ -214,8 +214,24 @@ func.func @threads(%x: tensor<49x48xf16>, %w1: tensor<48x96xf16>, %b1: tensor<96
 // -----
 
 func.func @grid_exceeds_tiles(%x: tensor<49x48xf16>, %w1: tensor<48x96xf16>, %b1: tensor<96xf32>, %w2: tensor<96x48xf16>, %b2: tensor<48xf32>) -> tensor<49x48xf32> {
-  // expected-error @+1 {{grid 5 exceeds the 4 tiles of 49 rows}}
+  // expected-error @+1 {{grid 5 is not a multiple of 1 blocks per tile up to the 4 tiles of 49 rows}}
   %0 = rowfuse.kernel "k" "fused_smem"(%x, %w1, %b1, %w2, %b2) {grid = 5 : i64, grid_rule = "", hidden_chunk = 96 : i64, on_chip = ["h"], smem_bytes = 1 : i64, threads = 96 : i64, tile_rows = 16 : i64} : (tensor<49x48xf16>, tensor<48x96xf16>, tensor<96xf32>, tensor<96x48xf16>, tensor<48xf32>) -> tensor<49x48xf32>
+  return %0 : tensor<49x48xf32>
+}
+
+// -----
+
+func.func @pair_grid_odd(%x: tensor<49x48xf16>, %w1: tensor<48x96xf16>, %b1: tensor<96xf32>, %w2: tensor<96x48xf16>, %b2: tensor<48xf32>) -> tensor<49x48xf32> {
+  // expected-error @+1 {{grid 3 is not a multiple of 2 blocks per tile up to the 1 tiles of 49 rows}}
+  %0 = rowfuse.kernel "k" "fused_wgmma"(%x, %w1, %b1, %w2, %b2) {cluster_blocks = 2 : i64, grid = 3 : i64, grid_rule = "", hidden_chunk = 48 : i64, on_chip = ["h"], smem_bytes = 1 : i64, threads = 128 : i64, tile_rows = 64 : i64} : (tensor<49x48xf16>, tensor<48x96xf16>, tensor<96xf32>, tensor<96x48xf16>, tensor<48xf32>) -> tensor<49x48xf32>
+  return %0 : tensor<49x48xf32>
+}
+
+// -----
+
+func.func @pair_not_wgmma(%x: tensor<49x48xf16>, %w1: tensor<48x96xf16>, %b1: tensor<96xf32>, %w2: tensor<96x48xf16>, %b2: tensor<48xf32>) -> tensor<49x48xf32> {
+  // expected-error @+1 {{cluster_blocks 2 (only fused_wgmma runs a block pair per tile, 2)}}
+  %0 = rowfuse.kernel "k" "fused_smem"(%x, %w1, %b1, %w2, %b2) {cluster_blocks = 2 : i64, grid = 2 : i64, grid_rule = "", hidden_chunk = 96 : i64, on_chip = ["h"], smem_bytes = 1 : i64, threads = 96 : i64, tile_rows = 16 : i64} : (tensor<49x48xf16>, tensor<48x96xf16>, tensor<96xf32>, tensor<96x48xf16>, tensor<48xf32>) -> tensor<49x48xf32>
   return %0 : tensor<49x48xf32>
 }
 

@@ -56,12 +56,13 @@ func.func @tall(%x: tensor<7000x48xf16> {rowfuse.row}, %w1: tensor<48x96xf16>, %
   return %7 : tensor<7000x48xf32>
 }
 
-// Medium (1.07 GFLOP): the mma.sync megakernel over the Hopper one, whose 64-row tiles
-// leave half the SMs idle in the cost model (it measured faster here: a known miss of the
-// fit, notes/bench.md, run 8); the hidden width streams in chunks of 128.
-// EXPLAIN-LABEL: @medium: schedule persistent-smem on h200, 132 SMs
-// EXPLAIN-NEXT: why: auto: {{.*}}(h200 cost model: 8.8 us; next persistent-wgmma 10.2 us; 1.074 GFLOP)
-// EXPLAIN-NEXT: kernel rf_c128_h512_fused_smem_t32: fused_smem, tile rows 32, grid 128, 256 threads, 159744 B shared memory, hidden chunk 128, on chip: h
+// Medium (1.07 GFLOP): the Hopper megakernel, a block pair per 64-row tile (each half the
+// hidden chunks, Y partial sums through distributed shared memory), so 128 blocks work where
+// 64 tiles alone would leave half the SMs idle; two resident chunks of 128 per block.
+// EXPLAIN-LABEL: @medium: schedule persistent-wgmma on h200, 132 SMs
+// EXPLAIN-NEXT: why: auto: {{.*}}(h200 cost model: 6.7 us; next persistent-smem 8.8 us; 1.074 GFLOP)
+// EXPLAIN-NEXT: kernel rf_c128_h512_fused_wgmma_t64_pair: fused_wgmma, tile rows 64, grid 128, 128 threads, 217088 B shared memory, hidden chunk 128, on chip: h
+// EXPLAIN-NEXT: grid rule: {{.*}}, a cluster of 2 blocks per tile
 func.func @medium(%x: tensor<4096x128xf16> {rowfuse.row}, %w1: tensor<128x512xf16>, %b1: tensor<512xf32>, %w2: tensor<512x128xf16>, %b2: tensor<128xf32>) -> tensor<4096x128xf32> {
   %0 = rowfuse.linear %x, %w1 : tensor<4096x128xf16>, tensor<128x512xf16> -> tensor<4096x512xf32>
   %1 = rowfuse.bias %0, %b1 : tensor<4096x512xf32>, tensor<512xf32>

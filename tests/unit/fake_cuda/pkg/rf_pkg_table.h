@@ -36,9 +36,9 @@ RF_FAKE_KERNEL(rf_c48_h96_fused_smem_t16)
 RF_FAKE_KERNEL(rf_c48_h96_fused_gmem_t16)
 RF_FAKE_KERNEL(rf_c48_h96_proj1_t16)
 RF_FAKE_KERNEL(rf_c48_h96_proj2_t16)
-RF_FAKE_KERNEL(rf_c48_h96_fused_wgmma_t64)
+RF_FAKE_KERNEL(rf_c48_h96_fused_wgmma_t64_pair)
 
 #define RF_PKG_KERNELS(X)                                                                          \
     X(rf_c48_h96_fused_smem_t16)                                                                   \
     X(rf_c48_h96_fused_gmem_t16)                                                                   \
-    X(rf_c48_h96_proj1_t16) X(rf_c48_h96_proj2_t16) X(rf_c48_h96_fused_wgmma_t64)
+    X(rf_c48_h96_proj1_t16) X(rf_c48_h96_proj2_t16) X(rf_c48_h96_fused_wgmma_t64_pair)
