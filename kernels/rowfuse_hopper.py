@@ -49,6 +49,9 @@ WG_THREADS = 128
 WG_ROWS = 64  # rows of one wgmma (m64nNk16) per consumer warpgroup
 SMEM_ALIGN = 1024  # every TMA / wgmma buffer (the 128-byte swizzle repeats every 1 KB)
 EPI_PAIRS = 32  # residual X pairs loaded before the epilogue's stores (32 registers)
+# When a thread's epilogue has at most this many pairs, its residual X is loaded at the
+# start of the tile, so the load's round trip hides behind the GEMMs (early_residual)
+EARLY_PAIRS = 16
 # An mbarrier wait longer than this traps (the launch fails with an error) instead of
 # hanging the GPU: a wrong TMA byte count or a lost arrive would otherwise never return.
 WATCHDOG_NS = 20_000_000_000
@@ -157,6 +160,11 @@ class WgmmaMlpKernel:
         self.nc_wg = plan.cp // plan.wg_n  # output channels per warpgroup
         self.hc_wg = plan.hc // plan.wg_n  # hidden units per warpgroup in GEMM1
         self.n_consumer_warps = plan.threads // 32
+        # pairs of one thread's epilogue: 64 x nc_wg values over 128 threads, halved when
+        # a block pair shares the channels
+        self.early_residual = (
+            WG_ROWS * self.nc_wg // WG_THREADS // 2 // plan.cluster_h <= EARLY_PAIRS
+        )
         self.f16, self.f32 = cutlass.Float16, cutlass.Float32
 
     # ------------------------------------------------------------------ layouts
@@ -377,6 +385,17 @@ class WgmmaMlpKernel:
         for i in cutlass.range(n_my, unroll=1):
             row0 = (cid + i * ncl) * bm + wg_mi * WG_ROWS  # first row of this warpgroup
             accY.fill(0.0)
+            xres = None
+            if cutlass.const_expr(self.early_residual):
+                # this thread's residual X, loaded now so it arrives during the GEMMs
+                k0, npr = self.epilogue_pairs(accY, 0, p.cluster_h)
+                xres = cute.make_rmem_tensor(cute.make_layout((2, npr)), self.f16)
+                if cutlass.const_expr(p.cluster_h == 1):
+                    self.load_residual(mX, xres, tCcY, row0, wg_ni, rows, 0)
+                elif rank == 0:
+                    self.load_residual(mX, xres, tCcY, row0, wg_ni, rows, 0)
+                else:
+                    self.load_residual(mX, xres, tCcY, row0, wg_ni, rows, npr)
             self.consumer_wait(x_pipe, xc)
             if cutlass.const_expr(p.resident):
                 # chunk j sits in buffer j, loaded once: phase 0 of its full barrier
@@ -406,14 +425,16 @@ class WgmmaMlpKernel:
                     self.load_x(x_pipe, xp, tma_x, tXs, tXg, cid + xp.count * ncl)
                     xp.advance()
             if cutlass.const_expr(p.cluster_h == 1):
-                self.epilogue(mX, mY, accY, tCcY, sB2, row0, wg_ni, rows, 0, 1)
+                self.epilogue(mX, mY, accY, tCcY, sB2, xres, row0, wg_ni, rows, 0, 1)
             else:
-                self.exchange_and_finish(mX, mY, accY, tCcY, sB2, sXch, row0, rows, rank, tidx)
+                self.exchange_and_finish(
+                    mX, mY, accY, tCcY, sB2, sXch, xres, row0, rows, rank, tidx
+                )
         if cutlass.const_expr(p.cluster_h > 1):
             cute.arch.cluster_wait()  # the last exchange is over in both blocks
 
     @cute.jit
-    def exchange_and_finish(self, mX, mY, accY, tCcY, sB2, sXch, row0, rows, rank, tidx):
+    def exchange_and_finish(self, mX, mY, accY, tCcY, sB2, sXch, xres, row0, rows, rank, tidx):
         """A block pair's tile: block r finishes channel half r. The accumulator's values
         are ordered (column pair, row half, column block of 8), so its first half holds
         channels [0, cp / 2) and the second half the rest, for every thread alike; thread t
@@ -441,12 +462,12 @@ class WgmmaMlpKernel:
             for k in cutlass.range_constexpr(half):
                 accY[k] = accY[k] + sXch[k, tidx]
             cute.arch.cluster_arrive()
-            self.epilogue(mX, mY, accY, tCcY, sB2, row0, 0, rows, 0, 2)
+            self.epilogue(mX, mY, accY, tCcY, sB2, xres, row0, 0, rows, 0, 2)
         else:
             for k in cutlass.range_constexpr(half):
                 accY[half + k] = accY[half + k] + sXch[k, tidx]
             cute.arch.cluster_arrive()
-            self.epilogue(mX, mY, accY, tCcY, sB2, row0, 0, rows, 1, 2)
+            self.epilogue(mX, mY, accY, tCcY, sB2, xres, row0, 0, rows, 1, 2)
 
     # ------------------------------------------------------------------ setup helpers
     def alloc_smem(self, lx, lw1, lw2, lh):
@@ -691,6 +712,53 @@ class WgmmaMlpKernel:
             cute.copy(st2, src, dst)
 
     @cute.jit
+    def epilogue_pairs(self, accY, part: cutlass.Constexpr, nparts: cutlass.Constexpr):
+        """The accumulator pairs of part `part` of `nparts` equal ranges (a block pair's
+        channel half: exchange_and_finish): first pair index and count."""
+        npairs = cute.size(accY) // 2 // nparts
+        return part * npairs, npairs
+
+    @cute.jit
+    def load_residual(self, mX, xfrag, tCcY, row0, wg_ni, rows, k0: cutlass.Constexpr):
+        """X pairs of accumulator pairs k0 .. k0 + size(xfrag) / 2 into xfrag (zero outside
+        [rows, C]), as 4-byte loads from global memory: the tile the TMA brought into L2.
+        Their addresses are a per-thread base plus constants, where the swizzled
+        shared-memory copy would keep one live address per pair across the whole tile
+        loop (hoisted by the compiler)."""
+        p, f16 = self.p, self.f16
+        ld2 = cute.make_copy_atom(cute.nvgpu.CopyUniversalOp(), f16, num_bits_per_copy=32)
+        mXv = cute.zipped_divide(mX, (1, 2))
+        col0 = wg_ni * self.nc_wg
+        for k in cutlass.range_constexpr(k0, k0 + cute.size(xfrag) // 2):
+            r = row0 + tCcY[2 * k][0]
+            c = col0 + tCcY[2 * k][1]
+            xk = xfrag[None, k - k0]
+            xk.fill(0.0)
+            if r < rows and c < p.channels:
+                src = cute.make_tensor(mXv[(None, (r, c // 2))].iterator, cute.make_layout(2))
+                cute.copy(ld2, src, xk)
+
+    @cute.jit
+    def store_y(self, mY, accY, xfrag, tCcY, sB2, row0, wg_ni, rows, k0: cutlass.Constexpr):
+        """Y = ReLU(acc + b2 + X) of accumulator pairs k0 .. k0 + size(xfrag) / 2, only
+        inside [rows, C]: the pairs (2k, 2k+1) are columns (c, c + 1) with c even (the
+        m64nN layout) and C is even, so Y is written as 8-byte pairs."""
+        p, f32 = self.p, self.f32
+        st2 = cute.make_copy_atom(cute.nvgpu.CopyUniversalOp(), f32, num_bits_per_copy=64)
+        mYv = cute.zipped_divide(mY, (1, 2))
+        ypair = cute.make_rmem_tensor(cute.make_layout(2), f32)
+        col0 = wg_ni * self.nc_wg
+        for k in cutlass.range_constexpr(k0, k0 + cute.size(xfrag) // 2):
+            r = row0 + tCcY[2 * k][0]
+            c = col0 + tCcY[2 * k][1]
+            if r < rows and c < p.channels:
+                for e in cutlass.range_constexpr(2):
+                    y = accY[2 * k + e] + sB2[c + e] + xfrag[e, k - k0].to(f32)
+                    ypair[e] = cute.arch.fmax(y, f32(0.0))
+                dst = cute.make_tensor(mYv[(None, (r, c // 2))].iterator, cute.make_layout(2))
+                cute.copy(st2, ypair, dst)
+
+    @cute.jit
     def epilogue(
         self,
         mX,
@@ -698,50 +766,28 @@ class WgmmaMlpKernel:
         accY,
         tCcY,
         sB2,
+        xres,
         row0,
         wg_ni,
         rows,
         part: cutlass.Constexpr,
         nparts: cutlass.Constexpr,
     ):
-        """Y = ReLU(acc + b2 + X) in fp32, only inside [rows, C]. The accumulator pairs
-        (2k, 2k+1) are columns (c, c + 1) with c even (the m64nN layout) and C is even, so
-        X is read and Y written as 4- and 8-byte pairs; only the pairs of part `part` of
-        `nparts` equal ranges (a block pair's channel half: exchange_and_finish). X comes
-        from global memory (the tile the TMA just brought into L2): its addresses are a
-        per-thread base plus constants, where the swizzled shared-memory copy would keep one
-        live address per pair across the whole tile loop (hoisted by the compiler). Every X
-        load is issued before the first Y store (Y may alias X as far as the compiler knows,
-        so a load after a store would wait for it)."""
-        p, f16, f32 = self.p, self.f16, self.f32
-        ld2 = cute.make_copy_atom(cute.nvgpu.CopyUniversalOp(), f16, num_bits_per_copy=32)
-        st2 = cute.make_copy_atom(cute.nvgpu.CopyUniversalOp(), f32, num_bits_per_copy=64)
-        mXv = cute.zipped_divide(mX, (1, 2))
-        mYv = cute.zipped_divide(mY, (1, 2))
-        npairs = cute.size(accY) // 2 // nparts
-        first = part * npairs
-        group = min(npairs, EPI_PAIRS)  # X loads in flight at once (registers)
-        xfrag = cute.make_rmem_tensor(cute.make_layout((2, group)), f16)
-        ypair = cute.make_rmem_tensor(cute.make_layout(2), f32)
-        col0 = wg_ni * self.nc_wg
-        for g in cutlass.range_constexpr(first, first + npairs, group):
-            for k in cutlass.range_constexpr(g, min(g + group, first + npairs)):
-                r = row0 + tCcY[2 * k][0]
-                c = col0 + tCcY[2 * k][1]
-                xk = xfrag[None, k - g]
-                xk.fill(0.0)
-                if r < rows and c < p.channels:
-                    src = cute.make_tensor(mXv[(None, (r, c // 2))].iterator, cute.make_layout(2))
-                    cute.copy(ld2, src, xk)
-            for k in cutlass.range_constexpr(g, min(g + group, first + npairs)):
-                r = row0 + tCcY[2 * k][0]
-                c = col0 + tCcY[2 * k][1]
-                if r < rows and c < p.channels:
-                    for e in cutlass.range_constexpr(2):
-                        y = accY[2 * k + e] + sB2[c + e] + xfrag[e, k - g].to(f32)
-                        ypair[e] = cute.arch.fmax(y, f32(0.0))
-                    dst = cute.make_tensor(mYv[(None, (r, c // 2))].iterator, cute.make_layout(2))
-                    cute.copy(st2, ypair, dst)
+        """Y = ReLU(acc + b2 + X) over the pairs of part `part` of `nparts`. With `xres`
+        (the residual loaded at the start of the tile: early_residual) the X values are
+        there already; otherwise they are loaded here in groups of EPI_PAIRS, every load of
+        a group before its first Y store (Y may alias X as far as the compiler knows, so a
+        load after a store would wait for it)."""
+        first, npairs = self.epilogue_pairs(accY, part, nparts)
+        if cutlass.const_expr(xres is not None):
+            self.store_y(mY, accY, xres, tCcY, sB2, row0, wg_ni, rows, first)
+        else:
+            group = min(npairs, EPI_PAIRS)  # X loads in flight at once (registers)
+            for g in cutlass.range_constexpr(first, first + npairs, group):
+                n = min(group, first + npairs - g)
+                xfrag = cute.make_rmem_tensor(cute.make_layout((2, n)), self.f16)
+                self.load_residual(mX, xfrag, tCcY, row0, wg_ni, rows, g)
+                self.store_y(mY, accY, xfrag, tCcY, sB2, row0, wg_ni, rows, g)
 
 
 __all__ = ["HopperPlan", "SpecError", "WgmmaMlpKernel"]

@@ -109,7 +109,7 @@ echo "== persistent-wgmma variants: block pairs that walk several tiles, and one
 # streamed chunks (the chunk ring wraps across tiles); the 4096x128x512 kernel without pairs
 build_variant pair-walk 1000x96x200 --hidden-split on --max-grid 4
 build_variant pair-stream 2000x256x1024 --hidden-split on --max-grid 6
-build_variant nopair-4096 4096x128x512 --hidden-split off
+build_variant 4096x128x512-nopair 4096x128x512 --hidden-split off
 
 echo "== carried size"
 du -shc "$B/bin" "$B/lib" "$B/pkgs" | tail -1

@@ -17,7 +17,8 @@
 # Any other compile failure fails the script.
 # Environment: JOBS (parallel compiles, default 2), SEED (shape draw, default 2027),
 # N_SHAPES (default 26: 24 within the kernels' range and 2 wide ones), ALIGN (default 1;
-# 8 draws C and H as multiples of 8, where the Hopper kernel competes).
+# 8 draws C and H as multiples of 8, where the Hopper kernel competes), ONLY (a regime of
+# tests/gpu/shapes.py: every shape from it).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 B=build-gpu
@@ -42,7 +43,8 @@ for lib in $(ldd "$R/bin/rowfuse" "$R/lib/librowfuse.so" | awk '/=> \// {print $
 done
 
 echo "== shapes ($N_SHAPES, seed $SEED)"
-python3 tests/gpu/shapes.py --seed "$SEED" --regret "$N_SHAPES" --align "${ALIGN:-1}" >"$R/draw.txt"
+python3 tests/gpu/shapes.py --seed "$SEED" --regret "$N_SHAPES" --align "${ALIGN:-1}" \
+    ${ONLY:+--only "$ONLY"} >"$R/draw.txt"
 awk '{f = 4 * $1 * $2 * $3 / 1e9; t += f} END {printf "  %d shapes, %.1f GFLOP of CPU reference in all\n", NR, t}' "$R/draw.txt"
 
 STAMP=$(cat kernels/*.py src/compile/*.c src/compile/*.h src/plan/*.c src/pkg/*.c \

@@ -78,7 +78,7 @@ done
 # block pairs walking several tiles (tests/gpu/prepare.sh, persistent-wgmma variants), at
 # their planned rows and a partial tile; the pairs also run under the sanitizers below
 for v in pair-walk:1000x96x200,999x96x200 pair-stream:2000x256x1024,1999x256x1024 \
-    nopair-4096:4096x128x512,4001x128x512; do
+    4096x128x512-nopair:4096x128x512,4001x128x512; do
     name=${v%%:*}
     timeout 90 $CHK "$B/pkgs/$name" --shapes "${v#*:}" --seed "${SEED:-20261202}" --replays 100 \
         --variants persistent-wgmma >"$OUT/wgmma-$name.log" 2>&1

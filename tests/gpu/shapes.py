@@ -15,6 +15,9 @@ With --regret N: the scheduler's out-of-sample shapes instead (tests/gpu/regret.
   any       log-uniform over rows 1..500k, C 8..1024, H 8..2048
   wide      C 1025..2048 (the issue's full range; no rowfuse kernel fits there today, so
             these show what the scheduler's choice does where only cuBLASLt could run)
+  few       few row tiles, where persistent-wgmma runs a block pair per tile: rows
+            65..4224 (2..66 tiles of 64), C 32..256, H 64..1024
+With --only REGIME all N shapes come from that one regime (any N >= 1).
 The draw is log-uniform within each regime's ranges. The GPU check computes the CPU
 reference of every shape (~6-14 s per GFLOP on one core), so FLOPs are capped: 1.5 GFLOP
 per shape, 2.6..3.5 GFLOP for two shapes drawn past the scheduler's 2.5 GFLOP crossover
@@ -66,6 +69,7 @@ REGIMES = {
     "partial": ((1000, 50_000), (24, 600), (24, 600)),
     "any": ((1, 500_000), (8, 1024), (8, 2048)),
     "wide": ((1, 2000), (1025, 2048), (8, 2048)),
+    "few": ((65, 4224), (32, 256), (64, 1024)),
 }
 
 
@@ -73,17 +77,25 @@ def _log_uniform(rng: random.Random, lo: int, hi: int) -> int:
     return int(round(math.exp(rng.uniform(math.log(lo), math.log(hi)))))
 
 
-def regret_shapes(seed: int, n: int, align: int = 1) -> list[tuple[int, int, int, str]]:
+def regret_shapes(
+    seed: int, n: int, align: int = 1, only: str | None = None
+) -> list[tuple[int, int, int, str]]:
     """n >= 12 shapes: two wide ones, a compute and a memory one past the crossover, the
-    rest spread over tiny, memory, compute, partial and any in turn. align > 1 rounds C and
-    H up to its multiples (a set where the Hopper kernel, which needs multiples of 8,
-    competes); partial shapes then keep their partial row tile only."""
-    if n < 12:
-        raise ValueError("at least 12 regret shapes (2 wide, 2 crossover, 8 across regimes)")
+    rest spread over tiny, memory, compute, partial and any in turn; or, with `only`, n
+    shapes of that one regime. align > 1 rounds C and H up to its multiples (a set where
+    the Hopper kernel, which needs multiples of 8, competes); partial shapes then keep
+    their partial row tile only."""
     rng = random.Random(seed)
-    plan = ["wide", "wide", "crossover-compute", "crossover-memory"]
-    cycle = ["tiny", "memory", "compute", "partial", "any"]
-    plan += [cycle[i % len(cycle)] for i in range(n - len(plan))]
+    if only:
+        if only not in REGIMES:
+            raise ValueError(f"unknown regime {only!r} (known: {', '.join(REGIMES)})")
+        plan = [only] * n
+    else:
+        if n < 12:
+            raise ValueError("at least 12 regret shapes (2 wide, 2 crossover, 8 across regimes)")
+        plan = ["wide", "wide", "crossover-compute", "crossover-memory"]
+        cycle = ["tiny", "memory", "compute", "partial", "any"]
+        plan += [cycle[i % len(cycle)] for i in range(n - len(plan))]
     out, seen = [], set(DEV_SHAPES)
     for regime in plan:
         while True:
@@ -116,9 +128,10 @@ def main() -> None:
     ap.add_argument("--random", type=int, default=20)
     ap.add_argument("--regret", type=int, default=0, help="N out-of-sample scheduler shapes")
     ap.add_argument("--align", type=int, default=1, help="regret shapes: C, H multiples of N")
+    ap.add_argument("--only", help="regret shapes: all from this regime")
     a = ap.parse_args()
     if a.regret:
-        for s in regret_shapes(a.seed, a.regret, a.align):
+        for s in regret_shapes(a.seed, a.regret, a.align, a.only):
             print(*s)
         return
     for s in shapes(a.seed, a.random):
