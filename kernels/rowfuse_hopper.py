@@ -49,8 +49,10 @@ WG_THREADS = 128
 WG_ROWS = 64  # rows of one wgmma (m64nNk16) per consumer warpgroup
 SMEM_ALIGN = 1024  # every TMA / wgmma buffer (the 128-byte swizzle repeats every 1 KB)
 EPI_PAIRS = 32  # residual X pairs loaded before the epilogue's stores (32 registers)
-# When a thread's epilogue has at most this many pairs, its residual X is loaded at the
-# start of the tile, so the load's round trip hides behind the GEMMs (early_residual)
+# When a thread's epilogue has at most this many pairs (and one warpgroup spans the
+# channels), its residual X is read from the tile in shared memory right after the tile's
+# X wait, into registers, overlapping the GEMMs (early_residual); otherwise the epilogue
+# reloads it from global memory
 EARLY_PAIRS = 16
 # An mbarrier wait longer than this traps (the launch fails with an error) instead of
 # hanging the GPU: a wrong TMA byte count or a lost arrive would otherwise never return.
@@ -163,7 +165,8 @@ class WgmmaMlpKernel:
         # pairs of one thread's epilogue: 64 x nc_wg values over 128 threads, halved when
         # a block pair shares the channels
         self.early_residual = (
-            WG_ROWS * self.nc_wg // WG_THREADS // 2 // plan.cluster_h <= EARLY_PAIRS
+            plan.wg_n == 1
+            and WG_ROWS * self.nc_wg // WG_THREADS // 2 // plan.cluster_h <= EARLY_PAIRS
         )
         self.f16, self.f32 = cutlass.Float16, cutlass.Float32
 
@@ -330,9 +333,8 @@ class WgmmaMlpKernel:
 
         mbar, sB1, sB2, sX, pW1, pW2, sH, sXch = self.alloc_smem(lx, lw1, lw2, lh)
         x_pipe, w_pipe = self.make_pipelines(mbar)
-        self.stage_biases(mB1, mB2, sB1, sB2, tidx)
         cute.arch.mbarrier_init_fence()
-        cute.arch.sync_threads()  # barriers initialised, biases in shared memory
+        cute.arch.sync_threads()  # barriers initialised
         if cutlass.const_expr(p.cluster_h > 1):
             # the first cluster barrier phase: its wait, before the first store into the
             # other block's shared memory, proves that block has started
@@ -363,6 +365,11 @@ class WgmmaMlpKernel:
                 self.load_w(w_pipe, wp, tma_w1, tW1s, tW1g, tma_w2, tW2s, tW2g, rank)
                 wp.advance()
 
+        # b1 and b2 into shared memory while the first loads are in flight (their global
+        # round trip off the path to the first wgmma), visible to all before any chunk
+        self.stage_biases(mB1, mB2, sB1, sB2, tidx)
+        cute.arch.sync_threads()
+
         # ---------------- per-warpgroup MMA partitions
         thr1 = mma1.get_slice(wtid)
         thr2 = mma2.get_slice(wtid)
@@ -385,18 +392,20 @@ class WgmmaMlpKernel:
         for i in cutlass.range(n_my, unroll=1):
             row0 = (cid + i * ncl) * bm + wg_mi * WG_ROWS  # first row of this warpgroup
             accY.fill(0.0)
+            self.consumer_wait(x_pipe, xc)
             xres = None
             if cutlass.const_expr(self.early_residual):
-                # this thread's residual X, loaded now so it arrives during the GEMMs
+                # this thread's residual X from the tile in shared memory, read now (before
+                # the buffer goes back; the reads overlap the GEMMs)
                 k0, npr = self.epilogue_pairs(accY, 0, p.cluster_h)
                 xres = cute.make_rmem_tensor(cute.make_layout((2, npr)), self.f16)
+                sXt = sXw[None, None, xc.index]
                 if cutlass.const_expr(p.cluster_h == 1):
-                    self.load_residual(mX, xres, tCcY, row0, wg_ni, rows, 0)
+                    self.residual_from_smem(sXt, xres, tCcY, 0)
                 elif rank == 0:
-                    self.load_residual(mX, xres, tCcY, row0, wg_ni, rows, 0)
+                    self.residual_from_smem(sXt, xres, tCcY, 0)
                 else:
-                    self.load_residual(mX, xres, tCcY, row0, wg_ni, rows, npr)
-            self.consumer_wait(x_pipe, xc)
+                    self.residual_from_smem(sXt, xres, tCcY, npr)
             if cutlass.const_expr(p.resident):
                 # chunk j sits in buffer j, loaded once: phase 0 of its full barrier
                 wc = pipeline.make_pipeline_state(pipeline.PipelineUserType.Consumer, p.w_stages)
@@ -416,8 +425,11 @@ class WgmmaMlpKernel:
                             self.load_w(w_pipe, wp, tma_w1, tW1s, tW1g, tma_w2, tW2s, tW2g, rank)
                             wp.advance()
             # every wgmma reading this X tile has completed and the epilogue reads X from
-            # global memory: the buffer goes back now, so the next tile's X streams in
-            # during the epilogue
+            # registers (early_residual) or global memory: the buffer goes back now, so the
+            # next tile's X streams in during the epilogue
+            if cutlass.const_expr(self.early_residual):
+                # this thread's generic-proxy reads of the buffer before the TMA refills it
+                cute.arch.fence_proxy("async.shared", space="cta")
             x_pipe.consumer_release(xc)
             xc.advance()
             if warp == 0:
@@ -737,6 +749,20 @@ class WgmmaMlpKernel:
             if r < rows and c < p.channels:
                 src = cute.make_tensor(mXv[(None, (r, c // 2))].iterator, cute.make_layout(2))
                 cute.copy(ld2, src, xk)
+
+    @cute.jit
+    def residual_from_smem(self, sXt, xfrag, tCcY, k0: cutlass.Constexpr):
+        """X pairs of accumulator pairs k0 .. k0 + size(xfrag) / 2 from this warpgroup's
+        64 rows of the X tile in shared memory (swizzled; rows past the end and channels
+        past C are TMA's zero fill), as 4-byte reads: a pair never straddles a 16-byte
+        swizzle unit."""
+        ld2 = cute.make_copy_atom(cute.nvgpu.CopyUniversalOp(), self.f16, num_bits_per_copy=32)
+        sXv = cute.zipped_divide(sXt, (1, 2))
+        for k in cutlass.range_constexpr(k0, k0 + cute.size(xfrag) // 2):
+            r = tCcY[2 * k][0]
+            c = tCcY[2 * k][1]
+            src = cute.make_tensor(sXv[(None, (r, c // 2))].iterator, cute.make_layout(2))
+            cute.copy(ld2, src, xfrag[None, k - k0])
 
     @cute.jit
     def store_y(self, mY, accY, xfrag, tCcY, sB2, row0, wg_ni, rows, k0: cutlass.Constexpr):

@@ -106,10 +106,15 @@ done
 
 echo "== persistent-wgmma variants: block pairs that walk several tiles, and one block per tile"
 # 2 pairs over 16 tiles (resident weights, the X ring wraps); 3 pairs over 32 tiles with
-# streamed chunks (the chunk ring wraps across tiles); the 4096x128x512 kernel without pairs
+# streamed chunks (the chunk ring wraps across tiles); the 4096x128x512 kernel without pairs;
+# 131072x32x64 in 64-row tiles of one warpgroup, and on grids of 1 and 2 blocks per SM (8 and
+# 4 tiles per block instead of 2): the bench's A/B of the tile and the grid
 build_variant pair-walk 1000x96x200 --hidden-split on --max-grid 4
 build_variant pair-stream 2000x256x1024 --hidden-split on --max-grid 6
 build_variant 4096x128x512-nopair 4096x128x512 --hidden-split off
+build_variant 131072x32x64-t64 131072x32x64 --schedule persistent-wgmma --tile-rows 64
+build_variant 131072x32x64-g132 131072x32x64 --max-grid 132
+build_variant 131072x32x64-g264 131072x32x64 --max-grid 264
 
 echo "== carried size"
 du -shc "$B/bin" "$B/lib" "$B/pkgs" | tail -1

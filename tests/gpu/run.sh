@@ -71,7 +71,7 @@ for pkg in "${PKGS[@]}"; do
     timeout 90 $CHK "$pkg" --shapes "$SHAPES" --seed "${SEED:-20261202}" --replays 100 \
         --variants persistent-wgmma >"$OUT/wgmma-$name.log" 2>&1
     rc=$?
-    echo "  persistent-wgmma $name: exit $rc, $(grep -c PASS "$OUT/wgmma-$name.log") PASS, $(grep -cE 'FAIL|ERROR' "$OUT/wgmma-$name.log") FAIL/ERROR"
+    echo "  persistent-wgmma $name: exit $rc, $(grep -cw pass "$OUT/wgmma-$name.log") pass, $(grep -cE 'FAIL|ERROR' "$OUT/wgmma-$name.log") FAIL/ERROR"
     grep -E "FAIL|ERROR" "$OUT/wgmma-$name.log" | head -3 | cut -c1-240 | sed 's/^/    /'
     [ "$rc" = 0 ] || WGMMA_RC=1
 done
@@ -83,7 +83,7 @@ for v in pair-walk:1000x96x200,999x96x200 pair-stream:2000x256x1024,1999x256x102
     timeout 90 $CHK "$B/pkgs/$name" --shapes "${v#*:}" --seed "${SEED:-20261202}" --replays 100 \
         --variants persistent-wgmma >"$OUT/wgmma-$name.log" 2>&1
     rc=$?
-    echo "  persistent-wgmma $name: exit $rc, $(grep -c PASS "$OUT/wgmma-$name.log") PASS, $(grep -cE 'FAIL|ERROR' "$OUT/wgmma-$name.log") FAIL/ERROR"
+    echo "  persistent-wgmma $name: exit $rc, $(grep -cw pass "$OUT/wgmma-$name.log") pass, $(grep -cE 'FAIL|ERROR' "$OUT/wgmma-$name.log") FAIL/ERROR"
     grep -E "FAIL|ERROR" "$OUT/wgmma-$name.log" | head -3 | cut -c1-240 | sed 's/^/    /'
     [ "$rc" = 0 ] || WGMMA_RC=1
 done
