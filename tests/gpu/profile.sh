@@ -6,7 +6,11 @@
 # memory throughput, DRAM and L2 bytes), occupancy, warp stall reasons, the scheduler's
 # issue rate. Output: $OUT/ncu-SHAPE-SCHEDULE.txt and a digest $OUT/profile.md.
 # Environment: SHAPES (default the three large development shapes), SCHEDULES
-# (default persistent-wgmma,persistent-smem). Exit status: non-zero when ncu failed.
+# (default persistent-wgmma,persistent-smem), NCU_CACHE (ncu's --cache-control: all, the
+# default, flushes the caches before the profiled launch; none keeps them as the replays
+# before it left them, as under the bench's graph replay) and NCU_SKIP (launches of the
+# kernel before the profiled one, default 0: with NCU_CACHE=none, 3 warms the L2 with the
+# block's own operands). Exit status: non-zero when ncu failed.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 B=${B:-build-gpu}
@@ -23,15 +27,16 @@ for s in ${SHAPES//,/ }; do
     IFS=x read -r rows c h <<<"$s"
     for sched in ${SCHEDULES//,/ }; do
         f="$OUT/ncu-$s-$sched.txt"
-        timeout 120 "$NCU" --clock-control none --kernel-name regex:kernel_cutlass --launch-count 1 \
+        timeout 120 "$NCU" --clock-control none --cache-control "${NCU_CACHE:-all}" \
+            --kernel-name regex:kernel_cutlass --launch-skip "${NCU_SKIP:-0}" --launch-count 1 \
             --section SpeedOfLight --section MemoryWorkloadAnalysis --section Occupancy \
             --section WarpStateStats --section SchedulerStats --section LaunchStats \
             "$B/bin/rowfuse" check "$B/pkgs/$s" --shapes "$rows" --variants "$sched" \
-            --replays 0 >"$f" 2>&1
+            --replays "${NCU_SKIP:-0}" >"$f" 2>&1
         rc=$?
         [ "$rc" = 0 ] || RC=1
         {
-            echo "### $s $sched (ncu exit $rc)"
+            echo "### $s $sched (ncu exit $rc, cache control ${NCU_CACHE:-all}, launches skipped ${NCU_SKIP:-0})"
             grep -E "^  [a-z_0-9]+.*\(|Duration|Memory Throughput|DRAM Throughput|L2 Cache Throughput|Compute \(SM\) Throughput|Achieved Occupancy|Registers Per Thread|Grid Size|Block Size|Stall|Issue Slots Busy|No Eligible|One or More Eligible|Warp Cycles Per Issued|Theoretical Occupancy|Dynamic Shared" "$f" |
                 head -40
             grep -E "==ERR==|==WARNING==|FAIL|ERROR" "$f" | head -5
