@@ -52,7 +52,8 @@ enum {
     TILE128_MIN_TILES_PCT = 90, /* 128-row tiles only with >= 0.9 tiles per SM */
     MIN_SPLIT_HIDDEN = 64,      /* a block pair splits H only from 64 hidden units (32 each) */
     STAGE_Y_MAX_CHANNELS = 64,  /* Y staged through shared memory up to this padded C */
-    STAGE_Y_X_STAGES = 2        /* X stages when Y is staged (4 blocks of 256 threads per SM) */
+    STAGE_Y_X_STAGES = 2,       /* X stages when Y is staged (4 blocks of 256 threads per SM) */
+    STAGE_Y_MIN_REGS = 64       /* the register bound of a staged kernel goes no lower */
 };
 
 static int roundup(int x, int m) {
@@ -236,9 +237,13 @@ rf_status_t rf_kernel_geometry_hopper(int channels, int hidden, int64_t rows, in
     }
 planned:
     /* staged Y: ptxas is asked for registers that keep every block shared memory allows
-     * resident (without the bound the staging costs 13 registers and a block per SM) */
-    if (rf_hopper_stages_y(&k))
-        k.min_blocks = rf_kernel_blocks_per_sm(&k, t, 0);
+     * resident (without the bound the staging costs 13 registers and a block per SM), but
+     * never below STAGE_Y_MIN_REGS per thread (the wgmma accumulators need them) */
+    if (rf_hopper_stages_y(&k)) {
+        int by_regs = t->regs_per_sm / (STAGE_Y_MIN_REGS * rf_kernel_spec_threads(&k));
+        int n = rf_kernel_blocks_per_sm(&k, t, 0);
+        k.min_blocks = n < by_regs ? n : by_regs;
+    }
     snprintf(k.name, sizeof k.name, "rf_c%d_h%d_fused_wgmma_t%d%s", channels, hidden, k.tile_rows,
              k.cluster_h > 1 ? "_pair" : "");
     *out = k;

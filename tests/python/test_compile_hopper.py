@@ -45,7 +45,7 @@ def _check_machine_code(pkg, k: dict, f: dict) -> None:
     assert pair == (k["cluster_h"] == 2), k["name"]
     # Y staged through shared memory leaves as 16-byte stores of whole rows
     staged = k["cluster_h"] == 1 and k["warps_n"] == 1 and k["padded_channels"] <= 64
-    assert ("st.global.v4.f32" in ptx) == staged, k["name"]
+    assert ("st.global.v4." in ptx) == staged, k["name"]
     assert (k["min_blocks"] > 0) == staged, k["name"]  # its registers bounded for residency
     assert f["ptx_wgmma"] > 0 and f["ptx_tma"] > 0 and f["ptx_mma"] == 0
     assert "sass" in f["files"], "no SASS: the build found no nvdisasm"
