@@ -238,8 +238,10 @@ rf_status_t rf_kernel_geometry_hopper(int channels, int hidden, int64_t rows, in
 planned:
     /* staged Y: ptxas is asked for registers that keep every block shared memory allows
      * resident (without the bound the staging costs 13 registers and a block per SM), but
-     * never below STAGE_Y_MIN_REGS per thread (the wgmma accumulators need them) */
-    if (rf_hopper_stages_y(&k)) {
+     * never below STAGE_Y_MIN_REGS per thread, and only when the accumulators fit in them
+     * (at 32x160 they take 136: ptxas refused a 96-register bound) */
+    if (rf_hopper_stages_y(&k) &&
+        acc_registers(k.padded_channels, k.hidden_chunk, k.warps_n) <= STAGE_Y_MIN_REGS) {
         int by_regs = t->regs_per_sm / (STAGE_Y_MIN_REGS * rf_kernel_spec_threads(&k));
         int n = rf_kernel_blocks_per_sm(&k, t, 0);
         k.min_blocks = n < by_regs ? n : by_regs;
