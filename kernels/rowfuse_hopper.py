@@ -19,8 +19,11 @@ consumer warpgroup along M) from the first projection to the last:
   channels are split between two warpgroups) each computes half of the chunk's hidden
   units and writes them to a shared-memory H buffer (double-buffered), fenced for the
   async proxy, then both read the whole chunk as A from shared memory.
-- The epilogue runs once per tile: Y = ReLU(Y_acc + b2 + X), X read from global memory
-  (the tile the TMA just brought into L2), 8-byte stores, masked to [rows, C].
+- The epilogue runs once per tile: Y = ReLU(Y_acc + b2 + X), masked to [rows, C]. When a
+  thread's epilogue has at most EARLY_PAIRS X pairs, they are read from the X tile in
+  shared memory right after the tile's X wait (early_residual); otherwise the epilogue
+  reloads them from global memory (the tile the TMA just brought into L2). Y leaves as
+  8-byte pairs.
 - With `cluster_h` = 2 a cluster of two blocks owns each tile: block r runs the chunks of
   hidden half r (so twice the SMs compute when the tiles are few), stores the half of its
   Y accumulator that the other block finishes into that block's exchange buffer
@@ -54,12 +57,6 @@ EPI_PAIRS = 32  # residual X pairs loaded before the epilogue's stores (32 regis
 # X wait, into registers, overlapping the GEMMs (early_residual); otherwise the epilogue
 # reloads it from global memory
 EARLY_PAIRS = 16
-# Y staged through shared memory (src/compile/tiling_hopper.c rf_hopper_stages_y): one
-# block per tile, one warpgroup along the channels, padded C up to this; each warp's 16
-# rows, at a row pitch of C + STAGE_Y_PAD floats (the 8-byte pair writes of 8 rows land
-# in distinct banks), leave as 16-byte stores of whole rows
-STAGE_Y_MAX_CHANNELS = 64
-STAGE_Y_PAD = 8
 # An mbarrier wait longer than this traps (the launch fails with an error) instead of
 # hanging the GPU: a wrong TMA byte count or a lost arrive would otherwise never return.
 WATCHDOG_NS = 20_000_000_000
@@ -91,7 +88,6 @@ class HopperPlan:
     w_stages: int  # chunk buffers in the ring (= nchunks: resident, loaded once)
     x_stages: int  # X tile buffers
     cluster_h: int  # blocks of a cluster that split each tile's hidden units (1 or 2)
-    min_blocks: int  # > 0: ptxas keeps registers for this many resident blocks per SM
     smem_bytes: int
 
     @property
@@ -102,10 +98,6 @@ class HopperPlan:
     def nchunks(self) -> int:
         """Chunks of one block (of its hidden half when a block pair shares the tile)."""
         return self.hp // self.hc // self.cluster_h
-
-    @property
-    def stages_y(self) -> bool:
-        return self.cluster_h == 1 and self.wg_n == 1 and self.cp <= STAGE_Y_MAX_CHANNELS
 
     @property
     def resident(self) -> bool:
@@ -132,7 +124,6 @@ class HopperPlan:
                 w_stages=k["weight_buffers"],
                 x_stages=k["x_stages"],
                 cluster_h=k["cluster_h"],
-                min_blocks=k["min_blocks"],
                 smem_bytes=k["smem_bytes"],
             )
         except KeyError as e:
@@ -181,7 +172,6 @@ class WgmmaMlpKernel:
             and WG_ROWS * self.nc_wg // WG_THREADS // 2 // plan.cluster_h <= EARLY_PAIRS
         )
         self.f16, self.f32 = cutlass.Float16, cutlass.Float32
-        assert self.early_residual or not plan.stages_y, "staged Y reads the early residual"
 
     # ------------------------------------------------------------------ layouts
     def smem_layouts(self):
@@ -219,8 +209,6 @@ class WgmmaMlpKernel:
             off = add(off, 2 * self.bm * p.hc * 2, SMEM_ALIGN)  # H, two buffers
         if p.cluster_h > 1:
             off = add(off, 4 * self.bm * p.cp // 2, 16)  # Y partial sums from the other block
-        if p.stages_y:
-            off = add(off, 4 * self.n_consumer_warps * 16 * (p.cp + STAGE_Y_PAD), 16)
         return off + SMEM_ALIGN  # the allocator's base alignment
 
     # ------------------------------------------------------------------ host side
@@ -301,12 +289,6 @@ class WgmmaMlpKernel:
             cluster=(p.cluster_h, 1, 1) if p.cluster_h > 1 else None,
             smem=p.smem_bytes,
             stream=stream,
-            # (a carveout given, so the DSL does not ask a GPU for the smem per SM)
-            **(
-                {"min_blocks_per_mp": p.min_blocks, "preferred_smem_carveout": 100}
-                if p.min_blocks
-                else {}
-            ),
         )
 
     # ------------------------------------------------------------------ device side
@@ -352,7 +334,7 @@ class WgmmaMlpKernel:
             rank = cute.arch.make_warp_uniform(cute.arch.block_idx_in_cluster())
             cid, ncl = bid // p.cluster_h, nblk // p.cluster_h
 
-        mbar, sB1, sB2, sX, pW1, pW2, sH, sXch, sY = self.alloc_smem(lx, lw1, lw2, lh)
+        mbar, sB1, sB2, sX, pW1, pW2, sH, sXch = self.alloc_smem(lx, lw1, lw2, lh)
         x_pipe, w_pipe = self.make_pipelines(mbar)
         cute.arch.mbarrier_init_fence()
         cute.arch.sync_threads()  # barriers initialised
@@ -457,9 +439,7 @@ class WgmmaMlpKernel:
                 if xp.count < n_my:
                     self.load_x(x_pipe, xp, tma_x, tXs, tXg, cid + xp.count * ncl)
                     xp.advance()
-            if cutlass.const_expr(p.stages_y):
-                self.store_y_staged(mY, accY, xres, tCcY, sB2, sY, row0, rows, warp, wtid)
-            elif cutlass.const_expr(p.cluster_h == 1):
+            if cutlass.const_expr(p.cluster_h == 1):
                 self.epilogue(mX, mY, accY, tCcY, sB2, xres, row0, wg_ni, rows, 0, 1)
             else:
                 self.exchange_and_finish(
@@ -518,7 +498,7 @@ class WgmmaMlpKernel:
         n1, n2 = cute.cosize(lw1.outer), cute.cosize(lw2.outer)
         pW1 = smem.allocate_array(f16, n1 * p.wg_n, byte_alignment=SMEM_ALIGN)
         pW2 = smem.allocate_array(f16, n2 * p.wg_n, byte_alignment=SMEM_ALIGN)
-        sH = sXch = sY = None
+        sH = sXch = None
         if p.wg_n > 1:
             sH = smem.allocate_tensor(f16, lh.outer, SMEM_ALIGN, lh.inner)
         if p.cluster_h > 1:
@@ -526,11 +506,7 @@ class WgmmaMlpKernel:
             sXch = smem.allocate_tensor(
                 f32, cute.make_layout((half, p.threads), stride=(p.threads, 1)), 16
             )
-        if p.stages_y:  # per consumer warp: 16 rows at a pitch of cp + STAGE_Y_PAD floats
-            sY = smem.allocate_tensor(
-                f32, cute.make_layout((16 * (p.cp + STAGE_Y_PAD), self.n_consumer_warps)), 16
-            )
-        return mbar, sB1, sB2, sX, pW1, pW2, sH, sXch, sY
+        return mbar, sB1, sB2, sX, pW1, pW2, sH, sXch
 
     def make_pipelines(self, mbar):
         """The X ring and the chunk ring: full barriers (one producer arrival plus the
@@ -790,51 +766,6 @@ class WgmmaMlpKernel:
             c = tCcY[2 * k][1]
             src = cute.make_tensor(sXv[(None, (r, c // 2))].iterator, cute.make_layout(2))
             cute.copy(ld2, src, xfrag[None, k - k0])
-
-    @cute.jit
-    def store_y_staged(self, mY, accY, xres, tCcY, sB2, sY, row0, rows, warp, wtid):
-        """Y = ReLU(acc + b2 + X) through this warp's staging rows: the warp's 16 rows of
-        the tile (rows 16 w .. 16 w + 15 of its warpgroup's 64 in the m64nN layout) are
-        written as 8-byte pairs at (row, channel), then read back and stored as 16-byte
-        pieces of whole rows, so every row of Y leaves in cp x 4 / 16 consecutive stores
-        (C is a multiple of 8). Warp-local: __syncwarp orders the writes and reads, and the
-        previous tile's reads before this tile's writes. Rows past `rows` are not stored."""
-        p, f32 = self.p, self.f32
-        pitch = p.cp + STAGE_Y_PAD
-        lane = wtid % 32
-        wrow0 = row0 + (wtid // 32) * 16  # first row of this warp in Y
-        sYw = sY[None, warp]
-        st2 = cute.make_copy_atom(cute.nvgpu.CopyUniversalOp(), f32, num_bits_per_copy=64)
-        ypair = cute.make_rmem_tensor(cute.make_layout(2), f32)
-        cute.arch.sync_warp()  # the last tile's reads of these rows are done
-        for k in cutlass.range_constexpr(cute.size(accY) // 2):
-            r = tCcY[2 * k][0] % 16
-            c = tCcY[2 * k][1]
-            for e in cutlass.range_constexpr(2):
-                y = accY[2 * k + e] + sB2[c + e] + xres[e, k].to(f32)
-                ypair[e] = cute.arch.fmax(y, f32(0.0))
-            sdst = cute.make_tensor(sYw.iterator + (r * pitch + c), cute.make_layout(2))
-            cute.copy(st2, ypair, sdst)
-        cute.arch.sync_warp()
-        ld4 = cute.make_copy_atom(cute.nvgpu.CopyUniversalOp(), f32, num_bits_per_copy=128)
-        st4 = cute.make_copy_atom(cute.nvgpu.CopyUniversalOp(), f32, num_bits_per_copy=128)
-        quads = p.cp // 4  # 16-byte pieces per row
-        v = cute.make_rmem_tensor(cute.make_layout(4), f32)
-        mYv = cute.zipped_divide(mY, (1, 4))
-        # the staging rows as (16, pitch) in 16-byte pieces (the pitch is a multiple of 4)
-        sYv = cute.zipped_divide(
-            cute.make_tensor(sYw.iterator, cute.make_layout((16, pitch), stride=(pitch, 1))),
-            (1, 4),
-        )
-        for it in cutlass.range_constexpr(16 * quads // 32):
-            idx = it * 32 + lane
-            r = idx // quads
-            q = idx - r * quads
-            src = cute.make_tensor(sYv[(None, (r, q))].iterator, cute.make_layout(4))
-            cute.copy(ld4, src, v)
-            if wrow0 + r < rows and 4 * q < p.channels:
-                gdst = cute.make_tensor(mYv[(None, (wrow0 + r, q))].iterator, cute.make_layout(4))
-                cute.copy(st4, v, gdst)
 
     @cute.jit
     def store_y(self, mY, accY, xfrag, tCcY, sB2, row0, wg_ni, rows, k0: cutlass.Constexpr):

@@ -127,10 +127,6 @@ rf_status_t rf_kernel_geometry_hopper(int channels, int hidden, int64_t rows, in
                                       rf_kernel_spec_t *out_spec);
 /* Dynamic shared memory of a fused_wgmma kernel, counted as the kernel allocates it. */
 int rf_hopper_smem_bytes(const rf_kernel_spec_t *spec);
-/* 1 when a fused_wgmma kernel stages Y through shared memory (one block per tile, one
- * warpgroup along the channels, padded C <= 64): each warp's rows leave as 16-byte stores
- * of whole rows instead of 8-byte pairs. kernels/rowfuse_hopper.py applies the same rule. */
-int rf_hopper_stages_y(const rf_kernel_spec_t *spec);
 /* Resident blocks per SM of a kernel: shared memory and threads, and registers when
  * count_registers (and the spec knows them). */
 int rf_kernel_blocks_per_sm(const rf_kernel_spec_t *spec, const rf_target_t *target,

@@ -32,10 +32,6 @@
  *              fp16 H chunk stays in registers as the A operand of the second wgmma)
  *   exchange   tile_rows x padded_channels / 2 x 4 B (only with cluster_h = 2: the
  *              partial Y sums of the channels this block finishes, from the other block)
- *   Y staging  consumer warps x 16 rows x (padded_channels + 8) x 4 B (only when
- *              rf_hopper_stages_y: each warp's 16 rows of Y pass through shared memory
- *              so that they leave as whole 16-byte-per-lane rows; the row pitch is
- *              padded by 8 floats against bank conflicts)
  * plus 1 KB of alignment slack. */
 #include <stdio.h>
 
@@ -50,10 +46,7 @@ enum {
     MAX_X_STAGES = 4,           /* X tiles in flight per block (weights resident) */
     MAX_RESIDENT_CHUNKS = 16,   /* chunk buffers when the weights are loaded once */
     TILE128_MIN_TILES_PCT = 90, /* 128-row tiles only with >= 0.9 tiles per SM */
-    MIN_SPLIT_HIDDEN = 64,      /* a block pair splits H only from 64 hidden units (32 each) */
-    STAGE_Y_MAX_CHANNELS = 64,  /* Y staged through shared memory up to this padded C */
-    STAGE_Y_X_STAGES = 2,       /* X stages when Y is staged (4 blocks of 256 threads per SM) */
-    STAGE_Y_MIN_REGS = 64       /* the register bound of a staged kernel goes no lower */
+    MIN_SPLIT_HIDDEN = 64       /* a block pair splits H only from 64 hidden units (32 each) */
 };
 
 static int roundup(int x, int m) {
@@ -62,10 +55,6 @@ static int roundup(int x, int m) {
 
 static int64_t add(int64_t off, int64_t bytes, int align) {
     return (off + align - 1) / align * align + bytes;
-}
-
-int rf_hopper_stages_y(const rf_kernel_spec_t *k) {
-    return k->cluster_h <= 1 && k->warps_n == 1 && k->padded_channels <= STAGE_Y_MAX_CHANNELS;
 }
 
 int rf_hopper_smem_bytes(const rf_kernel_spec_t *k) {
@@ -80,8 +69,6 @@ int rf_hopper_smem_bytes(const rf_kernel_spec_t *k) {
         off = add(off, 2 * 2 * (int64_t)bm * hc, ALIGN);
     if (k->cluster_h > 1)
         off = add(off, 4 * (int64_t)bm * cp / 2, 16);
-    if (rf_hopper_stages_y(k))
-        off = add(off, (int64_t)k->warps_m * k->warps_n * 16 * (cp + 8) * 4, 16);
     off += ALIGN;
     return off > (1 << 30) ? (1 << 30) : (int)off;
 }
@@ -133,8 +120,7 @@ static int try_resident(rf_kernel_spec_t *k, int hp16, int limit) {
         return 0;
     k->hidden_chunk = hc;
     k->padded_hidden = nch * hc;
-    /* staging Y takes the room of two X stages: every block keeps 2 X tiles in flight */
-    for (int xs = rf_hopper_stages_y(k) ? STAGE_Y_X_STAGES : MAX_X_STAGES; xs >= 1; xs--)
+    for (int xs = MAX_X_STAGES; xs >= 1; xs--)
         if (try_stages(k, nch, xs, limit))
             return 1;
     return 0;
@@ -236,16 +222,6 @@ rf_status_t rf_kernel_geometry_hopper(int channels, int hidden, int64_t rows, in
         return reject(channels, hidden, why);
     }
 planned:
-    /* staged Y: ptxas is asked for registers that keep every block shared memory allows
-     * resident (without the bound the staging costs 13 registers and a block per SM), but
-     * never below STAGE_Y_MIN_REGS per thread, and only when the accumulators fit in them
-     * (at 32x160 they take 136: ptxas refused a 96-register bound) */
-    if (rf_hopper_stages_y(&k) &&
-        acc_registers(k.padded_channels, k.hidden_chunk, k.warps_n) <= STAGE_Y_MIN_REGS) {
-        int by_regs = t->regs_per_sm / (STAGE_Y_MIN_REGS * rf_kernel_spec_threads(&k));
-        int n = rf_kernel_blocks_per_sm(&k, t, 0);
-        k.min_blocks = n < by_regs ? n : by_regs;
-    }
     snprintf(k.name, sizeof k.name, "rf_c%d_h%d_fused_wgmma_t%d%s", channels, hidden, k.tile_rows,
              k.cluster_h > 1 ? "_pair" : "");
     *out = k;

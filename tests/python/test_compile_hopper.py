@@ -43,10 +43,6 @@ def _check_machine_code(pkg, k: dict, f: dict) -> None:
     # a block pair exchanges Y partial sums through distributed shared memory
     pair = "st.shared::cluster" in ptx and "barrier.cluster.wait" in ptx
     assert pair == (k["cluster_h"] == 2), k["name"]
-    # Y staged through shared memory leaves as 16-byte stores of whole rows
-    staged = k["cluster_h"] == 1 and k["warps_n"] == 1 and k["padded_channels"] <= 64
-    assert ("st.global.v4." in ptx) == staged, k["name"]
-    assert (k["min_blocks"] > 0) == staged, k["name"]  # its registers bounded for residency
     assert f["ptx_wgmma"] > 0 and f["ptx_tma"] > 0 and f["ptx_mma"] == 0
     assert "sass" in f["files"], "no SASS: the build found no nvdisasm"
     sass = (pkg / f["files"]["sass"]).read_text()
@@ -69,8 +65,6 @@ def _check_machine_code(pkg, k: dict, f: dict) -> None:
             ("--hidden-split", "off"),
             dict(hidden_chunk=128, weight_buffers=3, x_stages=1, cluster_h=1),
         ),
-        # C = 16, H = 32 (too few hidden units for a pair): Y staged through shared memory
-        ("2412x16x32", (), dict(padded_channels=16, cluster_h=1, x_stages=2)),
         # C split over two warpgroups (H in shared memory; C padded to 320), H = 520
         ("100x272x520", (), dict(threads=256, warps_n=2, padded_channels=320, cluster_h=1)),
     ],
