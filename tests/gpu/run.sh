@@ -65,27 +65,25 @@ SHAPES="$SHAPES,130000x64x128,50000x256x208,9000x512x2048"
 # watchdog, a TMA fault) poisons its process's CUDA context, so it must not take the other
 # schedules' results with it. When any of these fails, the main check leaves it out.
 WGMMA_RC=0
-for pkg in "${PKGS[@]}"; do
-    has_wgmma "$pkg" || continue
-    name=$(basename "$pkg")
-    timeout 90 $CHK "$pkg" --shapes "$SHAPES" --seed "${SEED:-20261202}" --replays 100 \
+# check_wgmma PKG SHAPES: persistent-wgmma alone on one package, in its own process
+check_wgmma() {
+    local name
+    name=$(basename "$1")
+    timeout 90 $CHK "$1" --shapes "$2" --seed "${SEED:-20261202}" --replays 100 \
         --variants persistent-wgmma >"$OUT/wgmma-$name.log" 2>&1
-    rc=$?
+    local rc=$?
     echo "  persistent-wgmma $name: exit $rc, $(grep -cw pass "$OUT/wgmma-$name.log") pass, $(grep -cE 'FAIL|ERROR' "$OUT/wgmma-$name.log") FAIL/ERROR"
     grep -E "FAIL|ERROR" "$OUT/wgmma-$name.log" | head -3 | cut -c1-240 | sed 's/^/    /'
     [ "$rc" = 0 ] || WGMMA_RC=1
+}
+for pkg in "${PKGS[@]}"; do
+    has_wgmma "$pkg" && check_wgmma "$pkg" "$SHAPES"
 done
 # block pairs walking several tiles (tests/gpu/prepare.sh, persistent-wgmma variants), at
 # their planned rows and a partial tile; the pairs also run under the sanitizers below
 for v in pair-walk:1000x96x200,999x96x200 pair-stream:2000x256x1024,1999x256x1024 \
     4096x128x512-nopair:4096x128x512,4001x128x512; do
-    name=${v%%:*}
-    timeout 90 $CHK "$B/pkgs/$name" --shapes "${v#*:}" --seed "${SEED:-20261202}" --replays 100 \
-        --variants persistent-wgmma >"$OUT/wgmma-$name.log" 2>&1
-    rc=$?
-    echo "  persistent-wgmma $name: exit $rc, $(grep -cw pass "$OUT/wgmma-$name.log") pass, $(grep -cE 'FAIL|ERROR' "$OUT/wgmma-$name.log") FAIL/ERROR"
-    grep -E "FAIL|ERROR" "$OUT/wgmma-$name.log" | head -3 | cut -c1-240 | sed 's/^/    /'
-    [ "$rc" = 0 ] || WGMMA_RC=1
+    check_wgmma "$B/pkgs/${v%%:*}" "${v#*:}"
 done
 for tool in memcheck racecheck synccheck; do
     timeout 90 compute-sanitizer --tool "$tool" --error-exitcode 99 $CHK "$B/pkgs/pair-walk" \
