@@ -68,7 +68,10 @@ def test_plan_records_every_decision(example):
         tile = 64 if s == "persistent-wgmma" else 16  # wgmma tiles are 64 rows per warpgroup
         for k in ks:
             assert k["tile_rows"] == tile and k["blocks_per_sm"] >= 1 and k["registers"] > 0
-            assert k["name"].endswith(f"_t{tile}") and k["mode"] in names.KERNEL_MODES
+            # a block pair per tile (persistent-wgmma at few tiles) says so in the name
+            suffix = f"_t{tile}" + ("_pair" if k["cluster_h"] == 2 else "")
+            assert k["name"].endswith(suffix) and k["mode"] in names.KERNEL_MODES
+            assert k["cluster_h"] == (2 if s == "persistent-wgmma" else 1), k["name"]
     assert plan["kernels"][plan["schedules"]["persistent-smem"]["kernels"][0]]["grid_balanced"]
     assert "schedule persistent-smem" in out and "grid 4 at 49 rows" in out
 
