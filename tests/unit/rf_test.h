@@ -52,6 +52,24 @@ static int rf_test_passed, rf_test_failed;
         rf_status_free(st_);                                                                       \
     } while (0)
 
+/* Copies the file `from` to `to` (the tests' package folders); 0 on success. */
+static inline int rf_test_copy_file(const char *from, const char *to) {
+    char buf[65536];
+    size_t n;
+    FILE *in = fopen(from, "rb"), *out;
+    if (!in)
+        return -1;
+    out = fopen(to, "wb");
+    if (!out) {
+        fclose(in);
+        return -1;
+    }
+    while ((n = fread(buf, 1, sizeof(buf), in)) > 0)
+        fwrite(buf, 1, n, out);
+    fclose(in);
+    return fclose(out);
+}
+
 static inline int rf_test_finish(void) {
     printf("%d passed, %d failed\n", rf_test_passed, rf_test_failed);
     return rf_test_failed ? 1 : 0;

@@ -50,23 +50,6 @@ static const char *make_pkg(const char *name, const char *plan) {
     return dir;
 }
 
-static int copy_file(const char *from, const char *to) {
-    char buf[65536];
-    size_t n;
-    FILE *in = fopen(from, "rb"), *out;
-    if (!in)
-        return -1;
-    out = fopen(to, "wb");
-    if (!out) {
-        fclose(in);
-        return -1;
-    }
-    while ((n = fread(buf, 1, sizeof(buf), in)) > 0)
-        fwrite(buf, 1, n, out);
-    fclose(in);
-    return fclose(out);
-}
-
 /* The text of a valid plan.json for a 49x48x96 package (the planner's own output, with the
  * facts the generator would report), with `from` replaced by `to` once when given. */
 static char *plan_text(const char *from, const char *to) {
@@ -165,7 +148,7 @@ static void test_fake_library(const char *fake_lib) {
     char path[600];
     const char *dir = make_pkg("fake", plan_text(NULL, NULL));
     snprintf(path, sizeof(path), "%s/libk.so", dir);
-    if (copy_file(fake_lib, path) != 0) {
+    if (rf_test_copy_file(fake_lib, path) != 0) {
         fprintf(stderr, "cannot copy %s (build rf_test_fake_pkg first)\n", fake_lib);
         CHECK(0);
         return;
@@ -329,7 +312,7 @@ static void test_gpu(const char *fake_lib) {
     char path[600];
     const char *dir = make_pkg("gpu", plan_text(NULL, NULL));
     snprintf(path, sizeof(path), "%s/libk.so", dir);
-    CHECK(copy_file(fake_lib, path) == 0);
+    CHECK(rf_test_copy_file(fake_lib, path) == 0);
     CHECK_OK(rf_device_open(0, &info));
     CHECK(rf_device_count() >= 1 && info.sm_count > 0);
     CHECK_OK(rf_stream_create(&stream));

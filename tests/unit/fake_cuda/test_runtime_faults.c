@@ -75,23 +75,6 @@ static rf_allocator_t countdown_allocator(countdown_t *c, long fail_at) {
 
 /* ---- the package: the planner's plan for 49x48x96, its weights, the stand-in library ---- */
 
-static int copy_file(const char *from, const char *to) {
-    char buf[65536];
-    size_t n;
-    FILE *in = fopen(from, "rb"), *out;
-    if (!in)
-        return -1;
-    out = fopen(to, "wb");
-    if (!out) {
-        fclose(in);
-        return -1;
-    }
-    while ((n = fread(buf, 1, sizeof(buf), in)) > 0)
-        fwrite(buf, 1, n, out);
-    fclose(in);
-    return fclose(out);
-}
-
 /* Writes <tmp_root>/<name>/{plan.json, weights.bin, libk.so}; returns the directory. A
  * new directory holds a new copy of the library, which the dynamic loader loads afresh:
  * its modules are not loaded yet. */
@@ -136,7 +119,7 @@ static const char *make_pkg(const char *name) {
     if (f)
         fclose(f);
     snprintf(path, sizeof path, "%s/libk.so", dir);
-    CHECK(copy_file(fake_lib, path) == 0);
+    CHECK(rf_test_copy_file(fake_lib, path) == 0);
     return dir;
 }
 
