@@ -400,7 +400,7 @@ class WgmmaMlpKernel:
             if cutlass.const_expr(self.early_residual):
                 # this thread's residual X from the tile in shared memory, read now (before
                 # the buffer goes back; the reads overlap the GEMMs)
-                k0, npr = self.epilogue_pairs(accY, 0, p.cluster_h)
+                _, npr = self.epilogue_pairs(accY, 0, p.cluster_h)
                 xres = cute.make_rmem_tensor(cute.make_layout((2, npr)), self.f16)
                 sXt = sXw[None, None, xc.index]
                 if cutlass.const_expr(p.cluster_h == 1):

@@ -137,6 +137,11 @@ static inline int rf_kernel_spec_threads(const rf_kernel_spec_t *k) {
     return 32 * k->warps_m * k->warps_n;
 }
 
+/* Blocks that share one row tile (cluster_h; 1 for a spec that leaves it unset). */
+static inline int rf_kernel_spec_blocks_per_tile(const rf_kernel_spec_t *k) {
+    return k->cluster_h > 1 ? k->cluster_h : 1;
+}
+
 /* ---- the plan ---- */
 #define RF_PLAN_MAX_KERNELS 8
 #define RF_PLAN_WEIGHTS 4 /* w1, b1, w2, b2 */

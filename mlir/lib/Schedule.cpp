@@ -54,8 +54,9 @@ KernelOp buildKernel(PatternRewriter &rw, Location loc, const BlockPlan &bp, int
                        "the kernel generator has run)";
     if (spec.grid_balanced)
         rule += ", balanced";
-    if (spec.cluster_h > 1)
-        rule += ", a cluster of " + std::to_string(spec.cluster_h) + " blocks per tile";
+    int blocksPerTile = rf_kernel_spec_blocks_per_tile(&spec);
+    if (blocksPerTile > 1)
+        rule += ", a cluster of " + std::to_string(blocksPerTile) + " blocks per tile";
     SmallVector<StringRef> onChip;
     if (spec.mode == RF_KERNEL_FUSED_SMEM || spec.mode == RF_KERNEL_FUSED_WGMMA)
         onChip.push_back("h");
@@ -64,8 +65,7 @@ KernelOp buildKernel(PatternRewriter &rw, Location loc, const BlockPlan &bp, int
         rw.getStringAttr(rf_kernel_mode_name(spec.mode)), rw.getI64IntegerAttr(spec.tile_rows),
         rw.getI64IntegerAttr(rf_kernel_spec_threads(&spec)), rw.getI64IntegerAttr(grid),
         rw.getI64IntegerAttr(spec.smem_bytes), rw.getI64IntegerAttr(spec.hidden_chunk),
-        rw.getStrArrayAttr(onChip), rw.getStringAttr(rule),
-        rw.getI64IntegerAttr(spec.cluster_h > 1 ? spec.cluster_h : 1));
+        rw.getStrArrayAttr(onChip), rw.getStringAttr(rule), rw.getI64IntegerAttr(blocksPerTile));
 }
 
 /// The planned block at `root`, or null when `root` is not planned for `schedules`.

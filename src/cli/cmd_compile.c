@@ -157,12 +157,14 @@ static void print_plan(const rf_plan_t *p, const char *out_dir) {
     printf("  schedule %s: %s\n", rf_schedule_name(p->schedule), p->reason);
     for (int i = 0; i < p->kernel_count; i++) {
         const rf_kernel_spec_t *k = &p->kernels[i];
-        char rings[112] = "";
+        char rings[160] = "", pair[80] = "";
+        if (rf_kernel_spec_blocks_per_tile(k) > 1)
+            snprintf(pair, sizeof pair,
+                     "; a cluster of %d blocks per tile, each its share of chunks",
+                     rf_kernel_spec_blocks_per_tile(k));
         if (k->x_stages > 0)
             snprintf(rings, sizeof rings, " (TMA rings: %d X, %d chunk%s)", k->x_stages,
-                     k->weight_buffers,
-                     k->cluster_h > 1 ? "; a cluster of 2 blocks per tile, half the chunks each"
-                                      : "");
+                     k->weight_buffers, pair);
         printf("  kernel %s: %d threads, %d B smem, hidden chunk %d x%d%s, %d registers, %d "
                "blocks/SM%s, grid %d at %lld rows\n",
                k->name, rf_kernel_spec_threads(k), k->smem_bytes, k->hidden_chunk,

@@ -99,7 +99,7 @@ void rf_schedule_fits(const rf_plan_t *p, rf_schedule_fit_t fit[RF_SCHEDULE_COUN
         /* rows per block: a cluster of cluster_h blocks shares each tile */
         const rf_kernel_spec_t *k = ps->kernel_count > 0 ? &p->kernels[ps->kernel[0]] : NULL;
         fit[s].tile_rows =
-            ps->available && k ? k->tile_rows / (k->cluster_h > 1 ? k->cluster_h : 1) : 0;
+            ps->available && k ? k->tile_rows / rf_kernel_spec_blocks_per_tile(k) : 0;
     }
 }
 
