@@ -88,6 +88,8 @@ class HopperPlan:
     w_stages: int  # chunk buffers in the ring (= nchunks: resident, loaded once)
     x_stages: int  # X tile buffers
     cluster_h: int  # blocks of a cluster that split each tile's hidden units (1 or 2)
+    w1_block: int  # blocked ring: channels (K of X W1) of one W1 item; 0 = whole chunks
+    w2_block: int  # blocked ring: hidden units (K of H W2) of one W2 item
     smem_bytes: int
 
     @property
@@ -100,10 +102,28 @@ class HopperPlan:
         return self.hp // self.hc // self.cluster_h
 
     @property
+    def blocked(self) -> bool:
+        """The ring holds blocks of a chunk, not whole chunks: per chunk cp / w1_block W1
+        items (w1_block channels x hc hidden units) then hc / w2_block W2 items (w2_block
+        hidden units x cp channels), each a stage of `stage_elems`."""
+        return self.w1_block > 0
+
+    @property
+    def stage_elems(self) -> int:
+        """fp16 elements of one ring stage (blocked ring), whole swizzle periods."""
+        big = max(self.w1_block * self.hc, self.w2_block * self.cp)
+        return (2 * big + SMEM_ALIGN - 1) // SMEM_ALIGN * SMEM_ALIGN // 2
+
+    @property
+    def items(self) -> tuple[int, int]:
+        """Ring items of one chunk: W1 items, W2 items (blocked ring)."""
+        return self.cp // self.w1_block, self.hc // self.w2_block
+
+    @property
     def resident(self) -> bool:
         """Every chunk has its own buffer: the weights are loaded once per block and never
         released; otherwise they stream through the ring, every tile re-reading them."""
-        return self.w_stages == self.nchunks
+        return not self.blocked and self.w_stages == self.nchunks
 
     @classmethod
     def from_spec(cls, k: dict) -> HopperPlan:
@@ -124,6 +144,8 @@ class HopperPlan:
                 w_stages=k["weight_buffers"],
                 x_stages=k["x_stages"],
                 cluster_h=k["cluster_h"],
+                w1_block=k["w1_block"],
+                w2_block=k["w2_block"],
                 smem_bytes=k["smem_bytes"],
             )
         except KeyError as e:
@@ -146,7 +168,18 @@ class HopperPlan:
             "a block pair splits whole chunks of one warpgroup's tile",
         )
         _check(p.hp - p.hidden < p.hc, n, "a chunk wholly in the padding")
-        _check(1 <= p.x_stages <= 4 and 1 <= p.w_stages <= min(p.nchunks, 16), n, "stages")
+        if p.blocked:
+            _check(
+                p.wg_n == 2 and p.wg_m == 1 and p.cluster_h == 1,
+                n,
+                "a blocked ring needs two warpgroups along C, one along the rows, no pair",
+            )
+            _check(p.w1_block % 16 == 0 and p.cp % p.w1_block == 0, n, "w1_block")
+            _check(p.w2_block % 16 == 0 and p.hc % p.w2_block == 0, n, "w2_block")
+            _check(1 <= p.x_stages <= 4 and 3 <= p.w_stages <= 16, n, "stages")
+        else:
+            _check(p.w1_block == 0 and p.w2_block == 0, n, "w2_block without w1_block")
+            _check(1 <= p.x_stages <= 4 and 1 <= p.w_stages <= min(p.nchunks, 16), n, "stages")
         counted = WgmmaMlpKernel(plan).smem_count()
         _check(
             p.smem_bytes == counted,
@@ -174,19 +207,30 @@ class WgmmaMlpKernel:
         self.f16, self.f32 = cutlass.Float16, cutlass.Float32
 
     # ------------------------------------------------------------------ layouts
+    def item_k(self):
+        """K extents of one W1 and one W2 load: whole chunks, or the blocked ring's items."""
+        p = self.p
+        return (p.w1_block, p.w2_block) if p.blocked else (p.cp, p.hc)
+
     def smem_layouts(self):
         """Swizzled, staged shared-memory layouts of X, the W1 / W2 chunk parts and H."""
         p, f16 = self.p, self.f16
         # X tile (M = bm, K = cp), K-major: A of GEMM1
         x = sm90.make_smem_layout_a(LayoutEnum.ROW_MAJOR, (self.bm, 8, p.cp), f16, p.x_stages)
         # W1 part of one warpgroup: B of GEMM1, (N = hc / wg_n hidden, K = cp), N-major
+        # (blocked ring: K = w1_block per item)
+        k1, k2 = self.item_k()
         w1 = sm90.make_smem_layout_b(
-            LayoutEnum.COL_MAJOR, (WG_ROWS, self.hc_wg, p.cp), f16, p.w_stages
+            LayoutEnum.COL_MAJOR, (WG_ROWS, self.hc_wg, k1), f16, p.w_stages
         )
         # W2 part of one warpgroup: B of GEMM2, (N = cp / wg_n channels, K = hc), N-major
+        # (blocked ring: K = w2_block per item)
         w2 = sm90.make_smem_layout_b(
-            LayoutEnum.COL_MAJOR, (WG_ROWS, self.nc_wg, p.hc), f16, p.w_stages
+            LayoutEnum.COL_MAJOR, (WG_ROWS, self.nc_wg, k2), f16, p.w_stages
         )
+        if p.blocked:
+            # W1 and W2 items share the ring: the stage mode's stride is one stage
+            w1, w2 = (self.restage(w, p.stage_elems) for w in (w1, w2))
         # H chunk (M = bm, K = hc), K-major, two buffers: A of GEMM2 when wg_n = 2
         h = sm90.make_smem_layout_a(LayoutEnum.ROW_MAJOR, (self.bm, 8, p.hc), f16, 2)
         return x, w1, w2, h
@@ -203,8 +247,11 @@ class WgmmaMlpKernel:
         off = add(off, 4 * p.hp, 16)  # b1
         off = add(off, 4 * p.cp, 16)  # b2
         off = add(off, 2 * self.bm * p.cp * p.x_stages, SMEM_ALIGN)  # X ring
-        off = add(off, 2 * p.cp * p.hc * p.w_stages, SMEM_ALIGN)  # W1 ring (wg_n parts)
-        off = add(off, 2 * p.hc * p.cp * p.w_stages, SMEM_ALIGN)  # W2 ring (wg_n parts)
+        if p.blocked:
+            off = add(off, 2 * p.stage_elems * p.w_stages, SMEM_ALIGN)  # W1 / W2 item ring
+        else:
+            off = add(off, 2 * p.cp * p.hc * p.w_stages, SMEM_ALIGN)  # W1 ring (wg_n parts)
+            off = add(off, 2 * p.hc * p.cp * p.w_stages, SMEM_ALIGN)  # W2 ring (wg_n parts)
         if p.wg_n > 1:
             off = add(off, 2 * self.bm * p.hc * 2, SMEM_ALIGN)  # H, two buffers
         if p.cluster_h > 1:
@@ -259,11 +306,12 @@ class WgmmaMlpKernel:
         tma_x, tX = cpasync.make_tiled_tma_atom(
             g2s, mX, cute.slice_(lx, (None, None, 0)), (self.bm, p.cp)
         )
+        k1, k2 = self.item_k()
         tma_w1, tW1 = cpasync.make_tiled_tma_atom(
-            g2s, gW1, cute.slice_(lw1, (None, None, 0)), (self.hc_wg, p.cp)
+            g2s, gW1, cute.slice_(lw1, (None, None, 0)), (self.hc_wg, k1)
         )
         tma_w2, tW2 = cpasync.make_tiled_tma_atom(
-            g2s, gW2, cute.slice_(lw2, (None, None, 0)), (self.nc_wg, p.hc)
+            g2s, gW2, cute.slice_(lw2, (None, None, 0)), (self.nc_wg, k2)
         )
         self.kernel(
             mma1,
@@ -353,11 +401,14 @@ class WgmmaMlpKernel:
         n_w = n_my * p.nchunks  # chunk loads this block consumes (streamed weights)
         if cutlass.const_expr(p.resident):
             n_w = p.nchunks if n_my > 0 else 0  # each chunk once
+        if cutlass.const_expr(p.blocked):
+            n_w = n_my * p.nchunks * (p.items[0] + p.items[1])  # ring items
 
         xp = pipeline.make_pipeline_state(pipeline.PipelineUserType.Producer, p.x_stages)
         wp = pipeline.make_pipeline_state(pipeline.PipelineUserType.Producer, p.w_stages)
         xc = pipeline.make_pipeline_state(pipeline.PipelineUserType.Consumer, p.x_stages)
         wc = pipeline.make_pipeline_state(pipeline.PipelineUserType.Consumer, p.w_stages)
+        wr = pipeline.make_pipeline_state(pipeline.PipelineUserType.Consumer, p.w_stages)
 
         # ---------------- prologue: fill both rings
         if warp == 0:
@@ -378,7 +429,7 @@ class WgmmaMlpKernel:
         thr2 = mma2.get_slice(wtid)
         sXw = cute.local_tile(sX, (WG_ROWS, p.cp), (wg_mi, 0, None))  # (64, cp, stage)
         tCrA1 = mma1.make_fragment_A(thr1.partition_A(sXw))
-        n1, n2 = cute.cosize(lw1.outer), cute.cosize(lw2.outer)
+        n1, n2 = self.part_elems(lw1, lw2)
         tCrB1 = mma1.make_fragment_B(thr1.partition_B(self.part(pW1, wg_ni * n1, lw1)))
         tCrB2 = mma2.make_fragment_B(thr2.partition_B(self.part(pW2, wg_ni * n2, lw2)))
         tCrA2 = sHw = None
@@ -412,21 +463,86 @@ class WgmmaMlpKernel:
             if cutlass.const_expr(p.resident):
                 # chunk j sits in buffer j, loaded once: phase 0 of its full barrier
                 wc = pipeline.make_pipeline_state(pipeline.PipelineUserType.Consumer, p.w_stages)
-            for j in cutlass.range(p.nchunks, unroll=1):
-                self.consumer_wait(w_pipe, wc)
-                mmas = (mma1, thr1, acc1_shape, tCrA1, tCrB1, mma2, tCrA2, tCrB2, tCc1)
-                hb = (i * p.nchunks + j) % 2  # H buffer (two warpgroups): alternates across tiles
-                jg = rank * p.nchunks + j  # the chunk's index in the whole hidden width
-                self.chunk(mmas, accY, sB1, sHw, xc.index, wc.index, jg, hb, wg_mi, wg_ni)
-                if cutlass.const_expr(p.resident):
-                    wc.advance()
-                else:
-                    w_pipe.consumer_release(wc)
-                    wc.advance()
+            loads = (tma_w1, tW1s, tW1g, tma_w2, tW2s, tW2g)
+            if cutlass.const_expr(p.blocked):
+                for j in cutlass.range(p.nchunks, unroll=1):
+                    # blocked ring (see chunk_blocked): wr trails wc by the item in flight
+                    acc1 = thr1.make_fragment_C(acc1_shape)
+                    i1, i2 = p.items
+                    ka, kb = p.w1_block // 16, p.w2_block // 16  # k16 steps per W1 / W2 item
+                    for t in cutlass.range_constexpr(i1):  # acc1 = X W1chunk, item by item
+                        self.consumer_wait(w_pipe, wc)
+                        warpgroup.fence()
+                        self.gemm_item(
+                            mma1, acc1, tCrA1, tCrB1, t * ka, xc.index, wc.index, ka, t == 0
+                        )
+                        warpgroup.commit_group()
+                        wc.advance()
+                        if cutlass.const_expr(t > 0):
+                            warpgroup.wait_group(1)  # item t - 1 has been read
+                            w_pipe.consumer_release(wr)
+                            wr.advance()
+                            if warp == 0:
+                                if wp.count < n_w:
+                                    self.load_w(w_pipe, wp, *loads, 0)
+                                    wp.advance()
+                    warpgroup.wait_group(0)
+                    w_pipe.consumer_release(wr)  # the last W1 item
+                    wr.advance()
                     if warp == 0:
                         if wp.count < n_w:
-                            self.load_w(w_pipe, wp, tma_w1, tW1s, tW1g, tma_w2, tW2s, tW2g, rank)
+                            self.load_w(w_pipe, wp, *loads, 0)
                             wp.advance()
+                    hfrag = self.hidden_act(acc1, tCc1, sB1, j * p.hc + wg_ni * self.hc_wg)
+                    hb = (i * p.nchunks + j) % 2  # H buffer: alternates across chunks and tiles
+                    self.store_h(hfrag, acc1, tCc1, sHw, hb, wg_ni)
+                    # the writes reach the async proxy, then both warpgroups of these rows have
+                    # written their half of the chunk (and, having waited for their GEMM1 of
+                    # this chunk, finished their GEMM2 of the chunk before, which read the
+                    # other H buffer: the one the next chunk overwrites)
+                    cute.arch.fence_proxy("async.shared", space="cta")
+                    cute.arch.barrier(barrier_id=1 + wg_mi, number_of_threads=WG_THREADS * p.wg_n)
+                    for t in cutlass.range_constexpr(i2):  # Y_acc += H W2chunk, item by item
+                        self.consumer_wait(w_pipe, wc)
+                        warpgroup.fence()
+                        self.gemm_item(mma2, accY, tCrA2, tCrB2, t * kb, hb, wc.index, kb, False)
+                        warpgroup.commit_group()
+                        wc.advance()
+                        if cutlass.const_expr(t > 0):
+                            warpgroup.wait_group(1)
+                            w_pipe.consumer_release(wr)
+                            wr.advance()
+                            if warp == 0:
+                                if wp.count < n_w:
+                                    self.load_w(w_pipe, wp, *loads, 0)
+                                    wp.advance()
+                    warpgroup.wait_group(0)  # the chunk's last W2 item
+                    w_pipe.consumer_release(wr)
+                    wr.advance()
+                    if warp == 0:
+                        if wp.count < n_w:
+                            self.load_w(w_pipe, wp, *loads, 0)
+                            wp.advance()
+            else:
+                for j in cutlass.range(p.nchunks, unroll=1):
+                    self.consumer_wait(w_pipe, wc)
+                    mmas = (mma1, thr1, acc1_shape, tCrA1, tCrB1, mma2, tCrA2, tCrB2, tCc1)
+                    hb = (
+                        i * p.nchunks + j
+                    ) % 2  # H buffer (two warpgroups): alternates across tiles
+                    jg = rank * p.nchunks + j  # the chunk's index in the whole hidden width
+                    self.chunk(mmas, accY, sB1, sHw, xc.index, wc.index, jg, hb, wg_mi, wg_ni)
+                    if cutlass.const_expr(p.resident):
+                        wc.advance()
+                    else:
+                        w_pipe.consumer_release(wc)
+                        wc.advance()
+                        if warp == 0:
+                            if wp.count < n_w:
+                                self.load_w(
+                                    w_pipe, wp, tma_w1, tW1s, tW1g, tma_w2, tW2s, tW2g, rank
+                                )
+                                wp.advance()
             # every wgmma reading this X tile has completed and the epilogue reads X from
             # registers (early_residual) or global memory: the buffer goes back now, so the
             # next tile's X streams in during the epilogue
@@ -495,9 +611,14 @@ class WgmmaMlpKernel:
         sB2 = smem.allocate_tensor(f32, cute.make_layout(p.cp), 16)
         sX = smem.allocate_tensor(f16, lx.outer, SMEM_ALIGN, lx.inner)
         # the warpgroups' W1 (W2) parts back to back; each part is whole swizzle atoms
-        n1, n2 = cute.cosize(lw1.outer), cute.cosize(lw2.outer)
-        pW1 = smem.allocate_array(f16, n1 * p.wg_n, byte_alignment=SMEM_ALIGN)
-        pW2 = smem.allocate_array(f16, n2 * p.wg_n, byte_alignment=SMEM_ALIGN)
+        if p.blocked:  # one ring of items; W1 and W2 views of it
+            pW1 = pW2 = smem.allocate_array(
+                f16, p.stage_elems * p.w_stages, byte_alignment=SMEM_ALIGN
+            )
+        else:
+            n1, n2 = self.part_elems(lw1, lw2)
+            pW1 = smem.allocate_array(f16, n1 * p.wg_n, byte_alignment=SMEM_ALIGN)
+            pW2 = smem.allocate_array(f16, n2 * p.wg_n, byte_alignment=SMEM_ALIGN)
         sH = sXch = None
         if p.wg_n > 1:
             sH = smem.allocate_tensor(f16, lh.outer, SMEM_ALIGN, lh.inner)
@@ -527,7 +648,8 @@ class WgmmaMlpKernel:
             num_stages=p.w_stages,
             producer_group=producer,
             consumer_group=consumers,
-            tx_count=2 * 2 * p.cp * p.hc,
+            # (blocked ring: each item arms its own byte count, load_item)
+            tx_count=2 * 2 * p.cp * p.hc if not p.blocked else 2 * p.hc * p.w1_block,
             defer_sync=True,
         )
         return x_pipe, w_pipe
@@ -550,16 +672,20 @@ class WgmmaMlpKernel:
     def tma_partitions(self, tma_x, tX, tma_w1, tW1, tma_w2, tW2, sX, pW1, pW2, lw1, lw2):
         """TMA views (one CTA, no multicast): X tiles of (tile_rows, cp) along the rows;
         W1 part n of chunk j = hidden units [j hc + n hc_wg, +hc_wg) = tile j wg_n + n of the
-        (H, C) view; W2 part n of chunk j = tile (n, j) of the (C, H) view."""
+        (H, C) view; W2 part n of chunk j = tile (n, j) of the (C, H) view. Blocked ring: the
+        W1 tiles are (hc_wg, w1_block), indexed (j wg_n + n, channel block), the W2 tiles
+        (nc_wg, w2_block), indexed (n, hidden block)."""
         p = self.p
-        n1, n2 = cute.cosize(lw1.outer), cute.cosize(lw2.outer)
+        n1, n2 = self.part_elems(lw1, lw2)
         one = cute.make_layout(1)
         gX = cute.local_tile(tX, (self.bm, p.cp), (None, 0))  # (bm, cp, tiles)
         tXs, tXg = cpasync.tma_partition(
             tma_x, 0, one, cute.group_modes(sX, 0, 2), cute.group_modes(gX, 0, 2)
         )
-        gW1 = cute.local_tile(tW1, (self.hc_wg, p.cp), (None, 0))
-        gW2 = cute.local_tile(tW2, (self.nc_wg, p.hc), (None, None))  # (nc_wg, hc, n, j)
+        k1, k2 = self.item_k()
+        c1 = (None, None) if p.blocked else (None, 0)
+        gW1 = cute.local_tile(tW1, (self.hc_wg, k1), c1)
+        gW2 = cute.local_tile(tW2, (self.nc_wg, k2), (None, None))  # (nc_wg, k2, n, j)
         tW1s, tW1g, tW2s, tW2g = [], [], [], []
         for n in range(p.wg_n):
             s1, g1 = cpasync.tma_partition(
@@ -614,6 +740,22 @@ class WgmmaMlpKernel:
         """st.shared::cluster of one fp32 through a distributed shared memory pointer."""
         llvm.store(self.f32(value).ir_value(), ptr.to_llvm_ptr())
 
+    @staticmethod
+    def restage(layout, stride):
+        """`layout` (swizzled, staged) with its stage mode's stride set to `stride`."""
+        one = cute.slice_(layout.outer, (None, None, 0))
+        stages = cute.size(layout.outer, mode=[2])
+        outer = cute.append(one, cute.make_layout(stages, stride=stride))
+        return cute.make_composed_layout(layout.inner, 0, outer)
+
+    def part_elems(self, lw1, lw2):
+        """Elements between the warpgroups' W1 (W2) parts: whole rings back to back, or
+        (blocked ring) the parts side by side within one stage."""
+        p = self.p
+        if p.blocked:
+            return self.hc_wg * p.w1_block, self.nc_wg * p.w2_block
+        return cute.cosize(lw1.outer), cute.cosize(lw2.outer)
+
     def part(self, base, offset, layout):
         """The swizzled tensor of `layout` at element `offset` from `base`."""
         ptr = cute.recast_ptr(base + offset, layout.inner, dtype=self.f16)
@@ -655,18 +797,48 @@ class WgmmaMlpKernel:
         )
 
     @cute.jit
+    def load_item(self, w_pipe, wp, tma_w1, tW1s, tW1g, tma_w2, tW2s, tW2g):
+        """Blocked ring: TMA of item wp.count of the sequence (per tile, per chunk j: the
+        W1 items of channel blocks 0.., then the W2 items of the chunk's hidden blocks),
+        every warpgroup's part; the full barrier expects that item's bytes."""
+        p = self.p
+        i1, i2 = p.items
+        u = wp.count % (p.nchunks * (i1 + i2))
+        j = u // (i1 + i2)
+        v = u - j * (i1 + i2)
+        self.wait(w_pipe.sync_object_empty.get_barrier(wp.index), wp.phase)
+        bar = w_pipe.producer_get_barrier(wp)
+        if v < i1:
+            w_pipe.sync_object_full.arrive_and_expect_tx(wp.index, 2 * p.hc * p.w1_block)
+            for n in cutlass.range_constexpr(p.wg_n):
+                g = tW1g[n][(None, j * p.wg_n + n, v)]
+                cute.copy(tma_w1, g, tW1s[n][(None, wp.index)], tma_bar_ptr=bar)
+        else:
+            w_pipe.sync_object_full.arrive_and_expect_tx(wp.index, 2 * p.cp * p.w2_block)
+            for n in cutlass.range_constexpr(p.wg_n):
+                g = tW2g[n][(None, j * i2 + v - i1)]
+                cute.copy(tma_w2, g, tW2s[n][(None, wp.index)], tma_bar_ptr=bar)
+
+    @cute.jit
     def load_w(self, w_pipe, wp, tma_w1, tW1s, tW1g, tma_w2, tW2s, tW2g, rank):
         """TMA of this block's hidden chunk (wp.count mod nchunks), chunk rank x nchunks +
-        that of the whole width: W1 and W2 parts of every warpgroup."""
+        that of the whole width: W1 and W2 parts of every warpgroup (blocked ring: the
+        next item, load_item)."""
         p = self.p
-        j = rank * p.nchunks + wp.count % p.nchunks
-        self.producer_acquire(w_pipe, wp)
-        bar = w_pipe.producer_get_barrier(wp)
-        for n in cutlass.range_constexpr(p.wg_n):
-            cute.copy(
-                tma_w1, tW1g[n][(None, j * p.wg_n + n)], tW1s[n][(None, wp.index)], tma_bar_ptr=bar
-            )
-            cute.copy(tma_w2, tW2g[n][(None, j)], tW2s[n][(None, wp.index)], tma_bar_ptr=bar)
+        if cutlass.const_expr(p.blocked):
+            self.load_item(w_pipe, wp, tma_w1, tW1s, tW1g, tma_w2, tW2s, tW2g)
+        else:
+            j = rank * p.nchunks + wp.count % p.nchunks
+            self.producer_acquire(w_pipe, wp)
+            bar = w_pipe.producer_get_barrier(wp)
+            for n in cutlass.range_constexpr(p.wg_n):
+                cute.copy(
+                    tma_w1,
+                    tW1g[n][(None, j * p.wg_n + n)],
+                    tW1s[n][(None, wp.index)],
+                    tma_bar_ptr=bar,
+                )
+                cute.copy(tma_w2, tW2g[n][(None, j)], tW2s[n][(None, wp.index)], tma_bar_ptr=bar)
 
     @cute.jit
     def gemm(self, mma, acc, tA, tB, a_stage, b_stage, accumulate: cutlass.Constexpr):
@@ -675,6 +847,25 @@ class WgmmaMlpKernel:
         for k in cutlass.range_constexpr(nk):
             mma.set(warpgroup.Field.ACCUMULATE, accumulate or k != 0)
             cute.gemm(mma, acc, tA[None, None, k, a_stage], tB[None, None, k, b_stage], acc)
+
+    @cute.jit
+    def gemm_item(
+        self,
+        mma,
+        acc,
+        tA,
+        tB,
+        a_k0: cutlass.Constexpr,
+        a_stage,
+        b_stage,
+        nk: cutlass.Constexpr,
+        first: cutlass.Constexpr,
+    ):
+        """acc (+)= A[:, k0 .. k0 + nk) @ B of one blocked-ring item (K steps 0 .. nk), both
+        from shared memory; `first` starts the accumulator over."""
+        for k in cutlass.range_constexpr(nk):
+            mma.set(warpgroup.Field.ACCUMULATE, not first or k != 0)
+            cute.gemm(mma, acc, tA[None, None, a_k0 + k, a_stage], tB[None, None, k, b_stage], acc)
 
     @cute.jit
     def gemm_rs(self, mma, acc, rA, tB, b_stage):

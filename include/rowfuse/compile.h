@@ -127,6 +127,8 @@ rf_status_t rf_kernel_geometry_hopper(int channels, int hidden, int64_t rows, in
                                       rf_kernel_spec_t *out_spec);
 /* Dynamic shared memory of a fused_wgmma kernel, counted as the kernel allocates it. */
 int rf_hopper_smem_bytes(const rf_kernel_spec_t *spec);
+/* Bytes of one stage of a blocked weight ring (w1_block > 0), whole swizzle periods. */
+int rf_hopper_stage_bytes(const rf_kernel_spec_t *spec);
 /* Resident blocks per SM of a kernel: shared memory and threads, and registers when
  * count_registers (and the spec knows them). */
 int rf_kernel_blocks_per_sm(const rf_kernel_spec_t *spec, const rf_target_t *target,

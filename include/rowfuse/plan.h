@@ -36,7 +36,7 @@ extern "C" {
 #endif
 
 /* Bumped whenever a field's meaning changes; packages of another version are refused. */
-#define RF_PLAN_VERSION 4
+#define RF_PLAN_VERSION 5
 
 /* fp16 elements added to every shared-memory row of a kernel's tiles (16 bytes: ldmatrix
  * rows land in different banks). Part of the layout the planner counts and the generator
@@ -118,6 +118,10 @@ typedef struct rf_kernel_spec {
     int cluster_h;        /* fused_wgmma: blocks of a cluster that split a tile's hidden
                            * units (1, or 2: each runs half the chunks, the Y partial sums
                            * meet through distributed shared memory); 1 for other modes */
+    int w1_block;         /* fused_wgmma, two warpgroups along the channels, streamed
+                           * weights: a ring of blocks of a chunk (0 = of whole chunks):
+                           * W1 items of w1_block channels x hidden_chunk, */
+    int w2_block;         /* and W2 items of w2_block hidden units x padded_channels */
     int smem_bytes;       /* dynamic shared memory of one block */
     int x_prefetch;       /* double-buffer X across a block's tiles */
     int split_w2;         /* W2/b2 in their own cp.async group */

@@ -46,7 +46,11 @@ enum {
     MAX_X_STAGES = 4,           /* X tiles in flight per block (weights resident) */
     MAX_RESIDENT_CHUNKS = 16,   /* chunk buffers when the weights are loaded once */
     TILE128_MIN_TILES_PCT = 90, /* 128-row tiles only with >= 0.9 tiles per SM */
-    MIN_SPLIT_HIDDEN = 64       /* a block pair splits H only from 64 hidden units (32 each) */
+    MIN_SPLIT_HIDDEN = 64,      /* a block pair splits H only from 64 hidden units (32 each) */
+    BLOCKED_HC = 128,           /* blocked ring: widest chunk (GEMM1 at N = 64 per warpgroup) */
+    BLOCK_K = 64,               /* blocked ring: channels of one W1 item */
+    MAX_ITEM_STAGES = 8,        /* blocked ring: items in flight */
+    MIN_ITEM_STAGES = 3         /* one being read, one in flight, one loading */
 };
 
 static int roundup(int x, int m) {
@@ -57,14 +61,24 @@ static int64_t add(int64_t off, int64_t bytes, int align) {
     return (off + align - 1) / align * align + bytes;
 }
 
+int rf_hopper_stage_bytes(const rf_kernel_spec_t *k) {
+    int64_t w1 = (int64_t)k->w1_block * k->hidden_chunk,
+            w2 = (int64_t)k->w2_block * k->padded_channels;
+    return (int)add(0, 2 * (w1 > w2 ? w1 : w2), ALIGN) / ALIGN * ALIGN;
+}
+
 int rf_hopper_smem_bytes(const rf_kernel_spec_t *k) {
     int wg_n = k->warps_n, bm = k->tile_rows, cp = k->padded_channels, hc = k->hidden_chunk;
     int64_t off = add(0, 16 * (int64_t)(k->x_stages + k->weight_buffers), 8);
     off = add(off, 4 * (int64_t)k->padded_hidden, 16);
     off = add(off, 4 * (int64_t)cp, 16);
     off = add(off, 2 * (int64_t)bm * cp * k->x_stages, ALIGN);
-    off = add(off, 2 * (int64_t)cp * hc * k->weight_buffers, ALIGN);
-    off = add(off, 2 * (int64_t)hc * cp * k->weight_buffers, ALIGN);
+    if (k->w1_block > 0) {
+        off = add(off, (int64_t)rf_hopper_stage_bytes(k) * k->weight_buffers, ALIGN);
+    } else {
+        off = add(off, 2 * (int64_t)cp * hc * k->weight_buffers, ALIGN);
+        off = add(off, 2 * (int64_t)hc * cp * k->weight_buffers, ALIGN);
+    }
     if (wg_n > 1)
         off = add(off, 2 * 2 * (int64_t)bm * hc, ALIGN);
     if (k->cluster_h > 1)
@@ -149,10 +163,43 @@ static int try_streamed(rf_kernel_spec_t *k, int hp16, int limit, int one_tile) 
     return 0;
 }
 
+/* Blocked ring (two warpgroups along the channels, streamed weights): whole-chunk stages
+ * of W1 and W2 at C = 512 leave room for chunks of 32 hidden units only (GEMM1 at N = 16
+ * per warpgroup, the X tile re-read from shared memory for every 16 hidden units). Items
+ * of BLOCK_K channels of W1 x the chunk and of W2 rows x C let the chunk be BLOCKED_HC
+ * wide (GEMM1 at N = 64 per warpgroup) and keep several items in flight. Each item is
+ * one ring stage; the W2 items as many hidden units as fit in the W1 item's bytes. */
+static int try_blocked(rf_kernel_spec_t *k, int hp16, int limit, int one_tile) {
+    int cp = k->padded_channels, step = 32;
+    for (int top = BLOCKED_HC; top >= step; top -= step) {
+        int nch = 0, hc = balanced_chunk(hp16, top, step, &nch);
+        if (!hc || nch < 2)
+            continue;
+        k->hidden_chunk = hc;
+        k->padded_hidden = nch * hc;
+        k->w1_block = BLOCK_K;
+        k->w2_block = 16;
+        while (hc % (2 * k->w2_block) == 0 && 2 * k->w2_block * cp <= BLOCK_K * hc)
+            k->w2_block *= 2;
+        /* a second X buffer (the next tile's X loads during this one) only beside at least
+         * 6 items in flight; one X buffer when no block gets a second tile */
+        for (int xs = one_tile ? 1 : 2; xs >= 1; xs--)
+            for (int ws = MAX_ITEM_STAGES; ws >= (xs == 2 ? 6 : MIN_ITEM_STAGES); ws--)
+                if (try_stages(k, ws, xs, limit))
+                    return 1;
+    }
+    k->w1_block = k->w2_block = 0;
+    return 0;
+}
+
 /* The chunks of one block's hidden units (hp_block, a multiple of 16 wg_n): resident if
- * they fit, else streamed; padded_hidden counts the whole tile's (cluster_h blocks). */
+ * they fit, else streamed (two warpgroups along the channels: a blocked ring);
+ * padded_hidden counts the whole tile's (cluster_h blocks). */
 static int plan_chunks(rf_kernel_spec_t *k, int hp_block, int limit, int one_tile) {
-    if (!try_resident(k, hp_block, limit) && !try_streamed(k, hp_block, limit, one_tile))
+    int blocked = k->warps_n == 2 && k->cluster_h == 1 && k->warps_m == 4;
+    if (!try_resident(k, hp_block, limit) &&
+        !(blocked ? try_blocked(k, hp_block, limit, one_tile)
+                  : try_streamed(k, hp_block, limit, one_tile)))
         return 0;
     k->padded_hidden *= k->cluster_h;
     k->smem_bytes = rf_hopper_smem_bytes(k); /* b1 of the whole tile */

@@ -115,6 +115,10 @@ build_variant 4096x128x512-nopair 4096x128x512 --hidden-split off
 build_variant 131072x32x64-t64 131072x32x64 --schedule persistent-wgmma --tile-rows 64
 build_variant 131072x32x64-g132 131072x32x64 --max-grid 132
 build_variant 131072x32x64-g264 131072x32x64 --max-grid 264
+# the blocked weight ring (C > 256: two warpgroups along the channels, streamed weights):
+# C = 264 padded to 320, H = 1000 in chunks of 128 (the last one partial), 8 blocks walking
+# 47 tiles (the ring and the X buffer wrap across tiles)
+build_variant blocked-walk 3000x264x1000 --schedule persistent-wgmma --max-grid 8
 
 echo "== carried size"
 du -shc "$B/bin" "$B/lib" "$B/pkgs" | tail -1

@@ -82,15 +82,20 @@ done
 # block pairs walking several tiles (tests/gpu/prepare.sh, persistent-wgmma variants), at
 # their planned rows and a partial tile; the pairs also run under the sanitizers below
 for v in pair-walk:1000x96x200,999x96x200 pair-stream:2000x256x1024,1999x256x1024 \
-    4096x128x512-nopair:4096x128x512,4001x128x512; do
+    4096x128x512-nopair:4096x128x512,4001x128x512 \
+    blocked-walk:3000x264x1000,2999x264x1000,130x264x1000; do
     check_wgmma "$B/pkgs/${v%%:*}" "${v#*:}"
 done
-for tool in memcheck racecheck synccheck; do
-    timeout 90 compute-sanitizer --tool "$tool" --error-exitcode 99 $CHK "$B/pkgs/pair-walk" \
-        --shapes 1000x96x200 --variants persistent-wgmma >"$OUT/san-pair-$tool.log" 2>&1
-    rc=$?
-    echo "  $tool pair-walk (2 pairs, 8 tiles each): exit $rc, $(grep -Eo 'ERROR SUMMARY: [0-9]+|RACECHECK SUMMARY: [0-9]+ hazard' "$OUT/san-pair-$tool.log" | tail -1)"
-    [ "$rc" = 0 ] || WGMMA_RC=1
+# the pair's exchange (2 pairs, 8 tiles each) and the blocked ring (8 blocks, 2 tiles each)
+for v in pair-walk:1000x96x200 blocked-walk:1000x264x1000; do
+    for tool in memcheck racecheck synccheck; do
+        log="$OUT/san-${v%%:*}-$tool.log"
+        timeout 90 compute-sanitizer --tool "$tool" --error-exitcode 99 $CHK "$B/pkgs/${v%%:*}" \
+            --shapes "${v#*:}" --variants persistent-wgmma >"$log" 2>&1
+        rc=$?
+        echo "  $tool $v: exit $rc, $(grep -Eo 'ERROR SUMMARY: [0-9]+|RACECHECK SUMMARY: [0-9]+ hazard' "$log" | tail -1)"
+        [ "$rc" = 0 ] || WGMMA_RC=1
+    done
 done
 VARIANTS_ARG=()
 [ "$WGMMA_RC" = 0 ] || VARIANTS_ARG=(--variants persistent-smem,persistent-gmem,conventional,cublaslt)

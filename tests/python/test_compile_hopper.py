@@ -67,6 +67,13 @@ def _check_machine_code(pkg, k: dict, f: dict) -> None:
         ),
         # C split over two warpgroups (H in shared memory; C padded to 320), H = 520
         ("100x272x520", (), dict(threads=256, warps_n=2, padded_channels=320, cluster_h=1)),
+        # C over two warpgroups with streamed weights: the blocked ring (W1 items of 64
+        # channels, W2 items of 16 hidden units; chunks of 128, the last one partial)
+        (
+            "200x264x1000",
+            (),
+            dict(warps_n=2, padded_channels=320, hidden_chunk=128, w1_block=64, w2_block=16),
+        ),
     ],
 )
 def test_wgmma_package_builds(tmp_path, shape, extra, geometry):
@@ -79,7 +86,10 @@ def test_wgmma_package_builds(tmp_path, shape, extra, geometry):
     # the recorded geometry is whole: chunks cover H, the ring holds at most every chunk
     assert k["padded_hidden"] % k["hidden_chunk"] == 0 and k["padded_hidden"] >= k["hidden"]
     per_block = k["padded_hidden"] // k["hidden_chunk"] // k["cluster_h"]
-    assert 1 <= k["weight_buffers"] <= per_block
+    if k["w1_block"]:  # blocked ring: items of a chunk, not chunks
+        assert 3 <= k["weight_buffers"] <= 16 and k["padded_channels"] % k["w1_block"] == 0
+    else:
+        assert 1 <= k["weight_buffers"] <= per_block
     assert 1 <= k["x_stages"] <= 4 and 0 < k["smem_bytes"] <= plan["target"]["smem_per_block"]
     assert k["name"] in out and "TMA rings" in out
     _check_machine_code(tmp_path / shape, k, f)

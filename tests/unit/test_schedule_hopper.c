@@ -35,7 +35,8 @@ static const struct golden {
     {100, 8, 4096, 64, 128, 2, 16, 192, 22, 11, 4, 163840}, /* many chunks */
     /* a tile per SM or more: one block per tile */
     {131072, 32, 64, 128, 256, 1, 32, 64, 1, 1, 4, 43008},     /* 128-row tiles */
-    {8192, 512, 2048, 64, 256, 1, 512, 32, 64, 2, 1, 217088},  /* C split over 2 warpgroups */
+    {8192, 512, 2048, 64, 256, 1, 512, 128, 16, 7, 1, 225280}, /* C over 2 warpgroups: blocked */
+    {50000, 264, 1000, 64, 256, 1, 320, 128, 8, 6, 2, 220160}, /* blocked, C padded to 320 */
     {200000, 256, 208, 128, 256, 1, 256, 32, 7, 3, 2, 232448}, /* smem exactly the limit */
     {8448, 128, 512, 64, 128, 1, 128, 128, 4, 3, 1, 217088},   /* streamed, 132 tiles */
 };
@@ -60,8 +61,18 @@ static void test_golden(void) {
                     k.weight_buffers, k.x_stages, k.smem_bytes);
         CHECK(ok);
     }
-    /* --tile-rows 64 forces 64-row tiles; 128 needs C <= 256 */
+    /* the blocked ring's items: 64 channels of W1, as many hidden units of W2 as fit in the
+     * same 16 KB (16 at C = 512 and at C = 320); whole-chunk stages elsewhere */
     rf_kernel_spec_t k;
+    CHECK_OK(rf_kernel_geometry_hopper(512, 2048, 8192, 0, -1, &t, &k));
+    CHECK(k.w1_block == 64 && k.w2_block == 16 && rf_hopper_stage_bytes(&k) == 16384);
+    CHECK_OK(rf_kernel_geometry_hopper(264, 1000, 50000, 0, -1, &t, &k));
+    CHECK(k.w1_block == 64 && k.w2_block == 16 && rf_hopper_stage_bytes(&k) == 16384);
+    CHECK_OK(rf_kernel_geometry_hopper(320, 4096, 50000, 0, -1, &t, &k));
+    CHECK(k.w1_block == 64 && k.w2_block == 16);
+    CHECK_OK(rf_kernel_geometry_hopper(128, 512, 8448, 0, -1, &t, &k));
+    CHECK(k.w1_block == 0 && k.w2_block == 0);
+    /* --tile-rows 64 forces 64-row tiles; 128 needs C <= 256 */
     CHECK_OK(rf_kernel_geometry_hopper(32, 64, 131072, 64, -1, &t, &k));
     CHECK(k.tile_rows == 64 && k.warps_m == 4);
     CHECK_ERR(rf_kernel_geometry_hopper(512, 512, 131072, 128, -1, &t, &k), RF_CODE_UNSUPPORTED,
@@ -86,12 +97,21 @@ static int invariants_hold(const rf_kernel_spec_t *k, const rf_target_t *t) {
     int wg_n = k->warps_n, wg_m = k->warps_m / 4, hc = k->hidden_chunk;
     int nch = k->padded_hidden / hc / k->cluster_h; /* chunks of one block */
     int acc = k->padded_channels / (2 * wg_n) + hc / (2 * wg_n) + hc / (4 * wg_n);
-    return k->warps_m % 4 == 0 && (wg_m == 1 || wg_m == 2) && (wg_n == 1 || wg_n == 2) &&
-           wg_m * wg_n <= 2 && k->tile_rows == 64 * wg_m && k->padded_channels >= k->channels &&
-           k->padded_channels % 16 == 0 && k->padded_channels / wg_n <= 256 &&
-           hc % (16 * wg_n) == 0 && hc / wg_n <= 256 && k->padded_hidden % hc == 0 &&
-           k->padded_hidden >= k->hidden && k->padded_hidden - k->hidden < hc &&
-           k->weight_buffers >= 1 && k->weight_buffers <= nch && k->weight_buffers <= 16 &&
+    int cp = k->padded_channels, ws = k->weight_buffers;
+    if (k->w1_block > 0) /* blocked ring: items of W1 channels and W2 hidden units */
+        return wg_n == 2 && wg_m == 1 && k->cluster_h == 1 && k->w1_block % 16 == 0 &&
+               cp % k->w1_block == 0 && k->w2_block % 16 == 0 && hc % k->w2_block == 0 && ws >= 3 &&
+               ws <= 16 && hc % 32 == 0 && hc <= 128 && cp / 2 <= 256 && cp >= k->channels &&
+               k->padded_hidden % hc == 0 && k->padded_hidden - k->hidden < hc &&
+               k->x_stages >= 1 && k->x_stages <= 2 && k->smem_bytes == rf_hopper_smem_bytes(k) &&
+               k->smem_bytes <= t->smem_per_block && acc <= 176;
+    return k->w2_block == 0 && k->warps_m % 4 == 0 && (wg_m == 1 || wg_m == 2) &&
+           (wg_n == 1 || wg_n == 2) && wg_m * wg_n <= 2 && k->tile_rows == 64 * wg_m &&
+           k->padded_channels >= k->channels && k->padded_channels % 16 == 0 &&
+           k->padded_channels / wg_n <= 256 && hc % (16 * wg_n) == 0 && hc / wg_n <= 256 &&
+           k->padded_hidden % hc == 0 && k->padded_hidden >= k->hidden &&
+           k->padded_hidden - k->hidden < hc && k->weight_buffers >= 1 &&
+           k->weight_buffers <= nch && k->weight_buffers <= 16 &&
            (k->weight_buffers == nch || k->weight_buffers >= 2) && k->x_stages >= 1 &&
            k->x_stages <= 4 && k->smem_bytes == rf_hopper_smem_bytes(k) &&
            (k->cluster_h == 1 ||
