@@ -12,6 +12,13 @@ consumer warpgroup along M) from the first projection to the last:
   `w_stages`-deep ring, each stage completing on an mbarrier (PipelineTmaAsync).
   Rows past the end, channels past C and hidden units past H are zero-filled by TMA.
   When the whole hidden width is one chunk the weights are loaded once per block.
+  With two warpgroups along the channels and streamed weights the ring holds *items*
+  instead of chunks (the blocked ring, `w1_block` > 0): per chunk, cp / w1_block W1
+  items (w1_block channels x hc hidden units) then hc / w2_block W2 items (w2_block
+  hidden units x cp channels), one stage each. At C = 512 a whole-chunk stage costs 2 KB
+  per hidden unit; items let the chunk grow to 128 (GEMM1 at m64n64 per warpgroup) with
+  several items in flight. Item t - 1 is released once item t is issued and
+  `wgmma.wait_group 1` returns.
 - Per chunk, each consumer warpgroup runs wgmma: acc1 = X W1chunk (A and B from shared
   memory), then + b1, ReLU, rounded to fp16, then Y_acc += H W2chunk. With one
   warpgroup along N (wg_n = 1) the fp16 H chunk stays in registers as wgmma's A operand
@@ -57,6 +64,11 @@ EPI_PAIRS = 32  # residual X pairs loaded before the epilogue's stores (32 regis
 # X wait, into registers, overlapping the GEMMs (early_residual); otherwise the epilogue
 # reloads it from global memory
 EARLY_PAIRS = 16
+# Blocked ring: wgmma groups (one per item) a warpgroup keeps in flight; item t -
+# ITEMS_IN_FLIGHT is released once item t is issued (the planner's ring holds at least
+# ITEMS_IN_FLIGHT + 2 items: those in flight, the one being issued, one loading). Two
+# measured the same as one at 8192x512x2048 (notes/kernels.md, run 10)
+ITEMS_IN_FLIGHT = 1
 # An mbarrier wait longer than this traps (the launch fails with an error) instead of
 # hanging the GPU: a wrong TMA byte count or a lost arrive would otherwise never return.
 WATCHDOG_NS = 20_000_000_000
@@ -176,7 +188,7 @@ class HopperPlan:
             )
             _check(p.w1_block % 16 == 0 and p.cp % p.w1_block == 0, n, "w1_block")
             _check(p.w2_block % 16 == 0 and p.hc % p.w2_block == 0, n, "w2_block")
-            _check(1 <= p.x_stages <= 4 and 3 <= p.w_stages <= 16, n, "stages")
+            _check(1 <= p.x_stages <= 4 and ITEMS_IN_FLIGHT + 2 <= p.w_stages <= 16, n, "stages")
         else:
             _check(p.w1_block == 0 and p.w2_block == 0, n, "w2_block without w1_block")
             _check(1 <= p.x_stages <= 4 and 1 <= p.w_stages <= min(p.nchunks, 16), n, "stages")
@@ -478,8 +490,10 @@ class WgmmaMlpKernel:
                         )
                         warpgroup.commit_group()
                         wc.advance()
-                        if cutlass.const_expr(t > 0):
-                            warpgroup.wait_group(1)  # item t - 1 has been read
+                        if cutlass.const_expr(t >= ITEMS_IN_FLIGHT):
+                            warpgroup.wait_group(
+                                ITEMS_IN_FLIGHT
+                            )  # item t - ITEMS_IN_FLIGHT has been read
                             w_pipe.consumer_release(wr)
                             wr.advance()
                             if warp == 0:
@@ -487,19 +501,19 @@ class WgmmaMlpKernel:
                                     self.load_w(w_pipe, wp, *loads, 0)
                                     wp.advance()
                     warpgroup.wait_group(0)
-                    w_pipe.consumer_release(wr)  # the last W1 item
-                    wr.advance()
-                    if warp == 0:
-                        if wp.count < n_w:
-                            self.load_w(w_pipe, wp, *loads, 0)
-                            wp.advance()
+                    for _ in cutlass.range_constexpr(min(i1, ITEMS_IN_FLIGHT)):  # the last W1 items
+                        w_pipe.consumer_release(wr)
+                        wr.advance()
+                        if warp == 0:
+                            if wp.count < n_w:
+                                self.load_w(w_pipe, wp, *loads, 0)
+                                wp.advance()
                     hfrag = self.hidden_act(acc1, tCc1, sB1, j * p.hc + wg_ni * self.hc_wg)
                     hb = (i * p.nchunks + j) % 2  # H buffer: alternates across chunks and tiles
                     self.store_h(hfrag, acc1, tCc1, sHw, hb, wg_ni)
                     # the writes reach the async proxy, then both warpgroups of these rows have
-                    # written their half of the chunk (and, having waited for their GEMM1 of
-                    # this chunk, finished their GEMM2 of the chunk before, which read the
-                    # other H buffer: the one the next chunk overwrites)
+                    # written their half of the chunk (and finished their GEMM2 of the chunk before,
+                    # which read the other H buffer: the one the next chunk overwrites)
                     cute.arch.fence_proxy("async.shared", space="cta")
                     cute.arch.barrier(barrier_id=1 + wg_mi, number_of_threads=WG_THREADS * p.wg_n)
                     for t in cutlass.range_constexpr(i2):  # Y_acc += H W2chunk, item by item
@@ -508,21 +522,22 @@ class WgmmaMlpKernel:
                         self.gemm_item(mma2, accY, tCrA2, tCrB2, t * kb, hb, wc.index, kb, False)
                         warpgroup.commit_group()
                         wc.advance()
-                        if cutlass.const_expr(t > 0):
-                            warpgroup.wait_group(1)
+                        if cutlass.const_expr(t >= ITEMS_IN_FLIGHT):
+                            warpgroup.wait_group(ITEMS_IN_FLIGHT)
                             w_pipe.consumer_release(wr)
                             wr.advance()
                             if warp == 0:
                                 if wp.count < n_w:
                                     self.load_w(w_pipe, wp, *loads, 0)
                                     wp.advance()
-                    warpgroup.wait_group(0)  # the chunk's last W2 item
-                    w_pipe.consumer_release(wr)
-                    wr.advance()
-                    if warp == 0:
-                        if wp.count < n_w:
-                            self.load_w(w_pipe, wp, *loads, 0)
-                            wp.advance()
+                    warpgroup.wait_group(0)  # the chunk's last W2 items
+                    for _ in cutlass.range_constexpr(min(i2, ITEMS_IN_FLIGHT)):
+                        w_pipe.consumer_release(wr)
+                        wr.advance()
+                        if warp == 0:
+                            if wp.count < n_w:
+                                self.load_w(w_pipe, wp, *loads, 0)
+                                wp.advance()
             else:
                 for j in cutlass.range(p.nchunks, unroll=1):
                     self.consumer_wait(w_pipe, wc)

@@ -48,9 +48,9 @@ enum {
     TILE128_MIN_TILES_PCT = 90, /* 128-row tiles only with >= 0.9 tiles per SM */
     MIN_SPLIT_HIDDEN = 64,      /* a block pair splits H only from 64 hidden units (32 each) */
     BLOCKED_HC = 128,           /* blocked ring: widest chunk (GEMM1 at N = 64 per warpgroup) */
-    BLOCK_K = 64,               /* blocked ring: channels of one W1 item */
+    BLOCK_K = 128,              /* blocked ring: channels of one W1 item (64 where C needs) */
     MAX_ITEM_STAGES = 8,        /* blocked ring: items in flight */
-    MIN_ITEM_STAGES = 3         /* one being read, one in flight, one loading */
+    MIN_ITEM_STAGES = 3 /* one in flight (the kernel's ITEMS_IN_FLIGHT), one issued, one loading */
 };
 
 static int roundup(int x, int m) {
@@ -168,7 +168,10 @@ static int try_streamed(rf_kernel_spec_t *k, int hp16, int limit, int one_tile) 
  * per warpgroup, the X tile re-read from shared memory for every 16 hidden units). Items
  * of BLOCK_K channels of W1 x the chunk and of W2 rows x C let the chunk be BLOCKED_HC
  * wide (GEMM1 at N = 64 per warpgroup) and keep several items in flight. Each item is
- * one ring stage; the W2 items as many hidden units as fit in the W1 item's bytes. */
+ * one ring stage; the W2 items as many hidden units as fit in the W1 item's bytes. The
+ * items are as large as three fit (32 KB at C = 512): each costs the consumers a full-barrier
+ * wait, a release and the producer's refill, and at 16 KB items that overhead, not the
+ * weight stream, set the pace (notes/kernels.md, run 10). */
 static int try_blocked(rf_kernel_spec_t *k, int hp16, int limit, int one_tile) {
     int cp = k->padded_channels, step = 32;
     for (int top = BLOCKED_HC; top >= step; top -= step) {
@@ -177,9 +180,9 @@ static int try_blocked(rf_kernel_spec_t *k, int hp16, int limit, int one_tile) {
             continue;
         k->hidden_chunk = hc;
         k->padded_hidden = nch * hc;
-        k->w1_block = BLOCK_K;
+        k->w1_block = cp % BLOCK_K ? BLOCK_K / 2 : BLOCK_K; /* cp is a multiple of 64 */
         k->w2_block = 16;
-        while (hc % (2 * k->w2_block) == 0 && 2 * k->w2_block * cp <= BLOCK_K * hc)
+        while (hc % (2 * k->w2_block) == 0 && 2 * k->w2_block * cp <= k->w1_block * hc)
             k->w2_block *= 2;
         /* a second X buffer (the next tile's X loads during this one) only beside at least
          * 6 items in flight; one X buffer when no block gets a second tile */

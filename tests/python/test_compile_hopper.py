@@ -67,8 +67,9 @@ def _check_machine_code(pkg, k: dict, f: dict) -> None:
         ),
         # C split over two warpgroups (H in shared memory; C padded to 320), H = 520
         ("100x272x520", (), dict(threads=256, warps_n=2, padded_channels=320, cluster_h=1)),
-        # C over two warpgroups with streamed weights: the blocked ring (W1 items of 64
-        # channels, W2 items of 16 hidden units; chunks of 128, the last one partial)
+        # C over two warpgroups with streamed weights: the blocked ring (C padded to 320, an
+        # odd multiple of 64: W1 items of 64 channels, W2 items of 16 hidden units; chunks
+        # of 128, the last one partial)
         (
             "200x264x1000",
             (),

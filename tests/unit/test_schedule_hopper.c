@@ -35,7 +35,7 @@ static const struct golden {
     {100, 8, 4096, 64, 128, 2, 16, 192, 22, 11, 4, 163840}, /* many chunks */
     /* a tile per SM or more: one block per tile */
     {131072, 32, 64, 128, 256, 1, 32, 64, 1, 1, 4, 43008},     /* 128-row tiles */
-    {8192, 512, 2048, 64, 256, 1, 512, 128, 16, 7, 1, 225280}, /* C over 2 warpgroups: blocked */
+    {8192, 512, 2048, 64, 256, 1, 512, 128, 16, 3, 1, 208896}, /* C over 2 warpgroups: blocked */
     {50000, 264, 1000, 64, 256, 1, 320, 128, 8, 6, 2, 220160}, /* blocked, C padded to 320 */
     {200000, 256, 208, 128, 256, 1, 256, 32, 7, 3, 2, 232448}, /* smem exactly the limit */
     {8448, 128, 512, 64, 128, 1, 128, 128, 4, 3, 1, 217088},   /* streamed, 132 tiles */
@@ -61,11 +61,12 @@ static void test_golden(void) {
                     k.weight_buffers, k.x_stages, k.smem_bytes);
         CHECK(ok);
     }
-    /* the blocked ring's items: 64 channels of W1, as many hidden units of W2 as fit in the
-     * same 16 KB (16 at C = 512 and at C = 320); whole-chunk stages elsewhere */
+    /* the blocked ring's items: 128 channels of W1 (64 where C is an odd multiple of 64), as
+     * many hidden units of W2 as fit in the same bytes (32 KB at C = 512, 16 KB at C = 320);
+     * whole-chunk stages elsewhere */
     rf_kernel_spec_t k;
     CHECK_OK(rf_kernel_geometry_hopper(512, 2048, 8192, 0, -1, &t, &k));
-    CHECK(k.w1_block == 64 && k.w2_block == 16 && rf_hopper_stage_bytes(&k) == 16384);
+    CHECK(k.w1_block == 128 && k.w2_block == 32 && rf_hopper_stage_bytes(&k) == 32768);
     CHECK_OK(rf_kernel_geometry_hopper(264, 1000, 50000, 0, -1, &t, &k));
     CHECK(k.w1_block == 64 && k.w2_block == 16 && rf_hopper_stage_bytes(&k) == 16384);
     CHECK_OK(rf_kernel_geometry_hopper(320, 4096, 50000, 0, -1, &t, &k));
