@@ -18,17 +18,14 @@ consumer warpgroup along M) from the first projection to the last:
   hidden units x cp channels), one stage each. At C = 512 a whole-chunk stage costs 2 KB
   per hidden unit; items let the chunk grow to 128 (GEMM1 at m64n64 per warpgroup) with
   several items in flight. Item t - 1 is released once item t is issued and
-  `wgmma.wait_group 1` returns. The chunks are software-pipelined: GEMM1 of chunk j + 1
-  is issued before GEMM2 of chunk j, so its activation and H store run while GEMM2 of
-  chunk j is on the tensor cores (three H buffers; load_item's order).
+  `wgmma.wait_group 1` returns.
 - Per chunk, each consumer warpgroup runs wgmma: acc1 = X W1chunk (A and B from shared
   memory), then + b1, ReLU, rounded to fp16, then Y_acc += H W2chunk. With one
   warpgroup along N (wg_n = 1) the fp16 H chunk stays in registers as wgmma's A operand
   (its accumulator layout is the A-operand layout); with wg_n = 2 (wide C: the output
   channels are split between two warpgroups) each computes half of the chunk's hidden
-  units and writes them to a shared-memory H buffer (double-buffered; three buffers for
-  the blocked ring), fenced for the async proxy, then both read the whole chunk as A from
-  shared memory.
+  units and writes them to a shared-memory H buffer (double-buffered), fenced for the
+  async proxy, then both read the whole chunk as A from shared memory.
 - The epilogue runs once per tile: Y = ReLU(Y_acc + b2 + X), masked to [rows, C]. When a
   thread's epilogue has at most EARLY_PAIRS X pairs, they are read from the X tile in
   shared memory right after the tile's X wait (early_residual); otherwise the epilogue
@@ -67,11 +64,10 @@ EPI_PAIRS = 32  # residual X pairs loaded before the epilogue's stores (32 regis
 # X wait, into registers, overlapping the GEMMs (early_residual); otherwise the epilogue
 # reloads it from global memory
 EARLY_PAIRS = 16
-# Blocked ring: wgmma groups (one per item) a warpgroup keeps in flight; item t - 1 is
-# released once item t is issued (the planner's ring holds at least ITEMS_IN_FLIGHT + 2
-# items: the one in flight, the one being issued, one loading). Two measured the same as
-# one at 8192x512x2048 (notes/kernels.md, run 10); the pipelined chunk loop is written
-# for one
+# Blocked ring: wgmma groups (one per item) a warpgroup keeps in flight; item t -
+# ITEMS_IN_FLIGHT is released once item t is issued (the planner's ring holds at least
+# ITEMS_IN_FLIGHT + 2 items: those in flight, the one being issued, one loading). Two
+# measured the same as one at 8192x512x2048 (notes/kernels.md, run 10)
 ITEMS_IN_FLIGHT = 1
 # An mbarrier wait longer than this traps (the launch fails with an error) instead of
 # hanging the GPU: a wrong TMA byte count or a lost arrive would otherwise never return.
@@ -220,7 +216,6 @@ class WgmmaMlpKernel:
             plan.wg_n == 1
             and WG_ROWS * self.nc_wg // WG_THREADS // 2 // plan.cluster_h <= EARLY_PAIRS
         )
-        self.h_buffers = 3 if plan.blocked else 2  # as rf_hopper_smem_bytes counts them
         self.f16, self.f32 = cutlass.Float16, cutlass.Float32
 
     # ------------------------------------------------------------------ layouts
@@ -248,9 +243,8 @@ class WgmmaMlpKernel:
         if p.blocked:
             # W1 and W2 items share the ring: the stage mode's stride is one stage
             w1, w2 = (self.restage(w, p.stage_elems) for w in (w1, w2))
-        # H chunk (M = bm, K = hc), K-major: A of GEMM2 when wg_n = 2; two buffers, three
-        # for the blocked ring (chunk j + 1 is written while GEMM2 of chunk j runs)
-        h = sm90.make_smem_layout_a(LayoutEnum.ROW_MAJOR, (self.bm, 8, p.hc), f16, self.h_buffers)
+        # H chunk (M = bm, K = hc), K-major, two buffers: A of GEMM2 when wg_n = 2
+        h = sm90.make_smem_layout_a(LayoutEnum.ROW_MAJOR, (self.bm, 8, p.hc), f16, 2)
         return x, w1, w2, h
 
     def smem_count(self) -> int:
@@ -271,7 +265,7 @@ class WgmmaMlpKernel:
             off = add(off, 2 * p.cp * p.hc * p.w_stages, SMEM_ALIGN)  # W1 ring (wg_n parts)
             off = add(off, 2 * p.hc * p.cp * p.w_stages, SMEM_ALIGN)  # W2 ring (wg_n parts)
         if p.wg_n > 1:
-            off = add(off, 2 * self.bm * p.hc * self.h_buffers, SMEM_ALIGN)  # H buffers
+            off = add(off, 2 * self.bm * p.hc * 2, SMEM_ALIGN)  # H, two buffers
         if p.cluster_h > 1:
             off = add(off, 4 * self.bm * p.cp // 2, 16)  # Y partial sums from the other block
         return off + SMEM_ALIGN  # the allocator's base alignment
@@ -483,91 +477,67 @@ class WgmmaMlpKernel:
                 wc = pipeline.make_pipeline_state(pipeline.PipelineUserType.Consumer, p.w_stages)
             loads = (tma_w1, tW1s, tW1g, tma_w2, tW2s, tW2g)
             if cutlass.const_expr(p.blocked):
-                # blocked ring, chunks software-pipelined (load_item's sequence): GEMM1 of
-                # chunk j + 1 is issued before GEMM2 of chunk j, and its activation runs
-                # while GEMM2 of chunk j is on the tensor cores. After every issued item
-                # (but the tile's first) the warpgroup waits until one group is in flight
-                # and releases the item before (wr trails wc by one item).
-                i1, i2 = p.items
-                ka, kb = p.w1_block // 16, p.w2_block // 16  # k16 steps per W1 / W2 item
-                hg = i * p.nchunks  # chunks of this block before this tile: H buffer = mod 3
-                acc1 = thr1.make_fragment_C(acc1_shape)
-                for t in cutlass.range_constexpr(i1):  # chunk 0: acc1 = X W1chunk
-                    self.consumer_wait(w_pipe, wc)
-                    warpgroup.fence()
-                    self.gemm_item(mma1, acc1, tCrA1, tCrB1, t * ka, xc.index, wc.index, ka, t == 0)
-                    warpgroup.commit_group()
-                    wc.advance()
-                    if cutlass.const_expr(t >= 1):
-                        warpgroup.wait_group(1)
-                        w_pipe.consumer_release(wr)
-                        wr.advance()
-                        if warp == 0:
-                            if wp.count < n_w:
-                                self.load_w(w_pipe, wp, *loads, 0)
-                                wp.advance()
-                warpgroup.wait_group(0)  # the last W1 item stays unreleased until the next issue
-                hfrag = self.hidden_act(acc1, tCc1, sB1, wg_ni * self.hc_wg)
-                self.store_h(hfrag, acc1, tCc1, sHw, hg % 3, wg_ni)
-                # the writes reach the async proxy, then both warpgroups of these rows have
-                # written their half of the chunk
-                cute.arch.fence_proxy("async.shared", space="cta")
-                cute.arch.barrier(barrier_id=1 + wg_mi, number_of_threads=WG_THREADS * p.wg_n)
-                # (one loop over every chunk, the last one's GEMM1 part skipped: a TiledMma
-                # set inside a loop and used after it would leak the loop's values)
                 for j in cutlass.range(p.nchunks, unroll=1):
-                    acc1n = thr1.make_fragment_C(acc1_shape)
-                    if j < p.nchunks - 1:
-                        for t in cutlass.range_constexpr(i1):  # acc1 = X W1[:, chunk j + 1]
-                            self.consumer_wait(w_pipe, wc)
-                            warpgroup.fence()
-                            self.gemm_item(
-                                mma1, acc1n, tCrA1, tCrB1, t * ka, xc.index, wc.index, ka, t == 0
-                            )
-                            warpgroup.commit_group()
-                            wc.advance()
-                            warpgroup.wait_group(1)
+                    # blocked ring (see chunk_blocked): wr trails wc by the item in flight
+                    acc1 = thr1.make_fragment_C(acc1_shape)
+                    i1, i2 = p.items
+                    ka, kb = p.w1_block // 16, p.w2_block // 16  # k16 steps per W1 / W2 item
+                    for t in cutlass.range_constexpr(i1):  # acc1 = X W1chunk, item by item
+                        self.consumer_wait(w_pipe, wc)
+                        warpgroup.fence()
+                        self.gemm_item(
+                            mma1, acc1, tCrA1, tCrB1, t * ka, xc.index, wc.index, ka, t == 0
+                        )
+                        warpgroup.commit_group()
+                        wc.advance()
+                        if cutlass.const_expr(t >= ITEMS_IN_FLIGHT):
+                            warpgroup.wait_group(
+                                ITEMS_IN_FLIGHT
+                            )  # item t - ITEMS_IN_FLIGHT has been read
                             w_pipe.consumer_release(wr)
                             wr.advance()
                             if warp == 0:
                                 if wp.count < n_w:
                                     self.load_w(w_pipe, wp, *loads, 0)
                                     wp.advance()
-                    for t in cutlass.range_constexpr(i2):  # Y_acc += H W2[chunk j, :]
-                        self.consumer_wait(w_pipe, wc)
-                        warpgroup.fence()
-                        self.gemm_item(
-                            mma2, accY, tCrA2, tCrB2, t * kb, (hg + j) % 3, wc.index, kb, False
-                        )
-                        warpgroup.commit_group()
-                        wc.advance()
-                        warpgroup.wait_group(1)
+                    warpgroup.wait_group(0)
+                    for _ in cutlass.range_constexpr(min(i1, ITEMS_IN_FLIGHT)):  # the last W1 items
                         w_pipe.consumer_release(wr)
                         wr.advance()
                         if warp == 0:
                             if wp.count < n_w:
                                 self.load_w(w_pipe, wp, *loads, 0)
                                 wp.advance()
-                        if cutlass.const_expr(t == 0):
-                            if j < p.nchunks - 1:
-                                # GEMM1 of chunk j + 1 has completed (groups complete in
-                                # order): its H goes to buffer (hg + j + 1) mod 3 while the
-                                # GEMM2 items run. That buffer last held chunk j - 2, whose
-                                # GEMM2 both warpgroups completed before the barrier of chunk j
-                                col0 = (j + 1) * p.hc + wg_ni * self.hc_wg
-                                hfragn = self.hidden_act(acc1n, tCc1, sB1, col0)
-                                self.store_h(hfragn, acc1n, tCc1, sHw, (hg + j + 1) % 3, wg_ni)
-                                cute.arch.fence_proxy("async.shared", space="cta")
-                                cute.arch.barrier(
-                                    barrier_id=1 + wg_mi, number_of_threads=WG_THREADS * p.wg_n
-                                )
-                warpgroup.wait_group(0)  # the tile's last item
-                w_pipe.consumer_release(wr)
-                wr.advance()
-                if warp == 0:
-                    if wp.count < n_w:
-                        self.load_w(w_pipe, wp, *loads, 0)
-                        wp.advance()
+                    hfrag = self.hidden_act(acc1, tCc1, sB1, j * p.hc + wg_ni * self.hc_wg)
+                    hb = (i * p.nchunks + j) % 2  # H buffer: alternates across chunks and tiles
+                    self.store_h(hfrag, acc1, tCc1, sHw, hb, wg_ni)
+                    # the writes reach the async proxy, then both warpgroups of these rows have
+                    # written their half of the chunk (and finished their GEMM2 of the chunk before,
+                    # which read the other H buffer: the one the next chunk overwrites)
+                    cute.arch.fence_proxy("async.shared", space="cta")
+                    cute.arch.barrier(barrier_id=1 + wg_mi, number_of_threads=WG_THREADS * p.wg_n)
+                    for t in cutlass.range_constexpr(i2):  # Y_acc += H W2chunk, item by item
+                        self.consumer_wait(w_pipe, wc)
+                        warpgroup.fence()
+                        self.gemm_item(mma2, accY, tCrA2, tCrB2, t * kb, hb, wc.index, kb, False)
+                        warpgroup.commit_group()
+                        wc.advance()
+                        if cutlass.const_expr(t >= ITEMS_IN_FLIGHT):
+                            warpgroup.wait_group(ITEMS_IN_FLIGHT)
+                            w_pipe.consumer_release(wr)
+                            wr.advance()
+                            if warp == 0:
+                                if wp.count < n_w:
+                                    self.load_w(w_pipe, wp, *loads, 0)
+                                    wp.advance()
+                    warpgroup.wait_group(0)  # the chunk's last W2 items
+                    for _ in cutlass.range_constexpr(min(i2, ITEMS_IN_FLIGHT)):
+                        w_pipe.consumer_release(wr)
+                        wr.advance()
+                        if warp == 0:
+                            if wp.count < n_w:
+                                self.load_w(w_pipe, wp, *loads, 0)
+                                wp.advance()
             else:
                 for j in cutlass.range(p.nchunks, unroll=1):
                     self.consumer_wait(w_pipe, wc)
@@ -843,49 +813,26 @@ class WgmmaMlpKernel:
 
     @cute.jit
     def load_item(self, w_pipe, wp, tma_w1, tW1s, tW1g, tma_w2, tW2s, tW2g):
-        """Blocked ring: TMA of item wp.count of the sequence, every warpgroup's part; the
-        full barrier expects that item's bytes. Per tile the sequence is the W1 items of
-        chunk 0 (channel blocks 0..), then for j = 0 .. nchunks - 2 the W1 items of chunk
-        j + 1 and the W2 items of chunk j (hidden blocks 0..), then the W2 items of the
-        last chunk: the order the consumers issue them in (GEMM1 of chunk j + 1 before
-        GEMM2 of chunk j)."""
+        """Blocked ring: TMA of item wp.count of the sequence (per tile, per chunk j: the
+        W1 items of channel blocks 0.., then the W2 items of the chunk's hidden blocks),
+        every warpgroup's part; the full barrier expects that item's bytes."""
         p = self.p
         i1, i2 = p.items
         u = wp.count % (p.nchunks * (i1 + i2))
+        j = u // (i1 + i2)
+        v = u - j * (i1 + i2)
         self.wait(w_pipe.sync_object_empty.get_barrier(wp.index), wp.phase)
-        if u < i1:
-            self.copy_w1(w_pipe, wp, tma_w1, tW1s, tW1g, 0, u)
+        bar = w_pipe.producer_get_barrier(wp)
+        if v < i1:
+            w_pipe.sync_object_full.arrive_and_expect_tx(wp.index, 2 * p.hc * p.w1_block)
+            for n in cutlass.range_constexpr(p.wg_n):
+                g = tW1g[n][(None, j * p.wg_n + n, v)]
+                cute.copy(tma_w1, g, tW1s[n][(None, wp.index)], tma_bar_ptr=bar)
         else:
-            up = u - i1
-            j = up // (i1 + i2)
-            v = up - j * (i1 + i2)
-            if j == p.nchunks - 1:
-                self.copy_w2(w_pipe, wp, tma_w2, tW2s, tW2g, j, v)
-            elif v < i1:
-                self.copy_w1(w_pipe, wp, tma_w1, tW1s, tW1g, j + 1, v)
-            else:
-                self.copy_w2(w_pipe, wp, tma_w2, tW2s, tW2g, j, v - i1)
-
-    @cute.jit
-    def copy_w1(self, w_pipe, wp, tma_w1, tW1s, tW1g, j, v):
-        """W1 item: channel block v of chunk j, every warpgroup's hidden units."""
-        p = self.p
-        w_pipe.sync_object_full.arrive_and_expect_tx(wp.index, 2 * p.hc * p.w1_block)
-        bar = w_pipe.producer_get_barrier(wp)
-        for n in cutlass.range_constexpr(p.wg_n):
-            g = tW1g[n][(None, j * p.wg_n + n, v)]
-            cute.copy(tma_w1, g, tW1s[n][(None, wp.index)], tma_bar_ptr=bar)
-
-    @cute.jit
-    def copy_w2(self, w_pipe, wp, tma_w2, tW2s, tW2g, j, v):
-        """W2 item: hidden block v of chunk j, every warpgroup's channels."""
-        p = self.p
-        i2 = p.items[1]
-        w_pipe.sync_object_full.arrive_and_expect_tx(wp.index, 2 * p.cp * p.w2_block)
-        bar = w_pipe.producer_get_barrier(wp)
-        for n in cutlass.range_constexpr(p.wg_n):
-            g = tW2g[n][(None, j * i2 + v)]
-            cute.copy(tma_w2, g, tW2s[n][(None, wp.index)], tma_bar_ptr=bar)
+            w_pipe.sync_object_full.arrive_and_expect_tx(wp.index, 2 * p.cp * p.w2_block)
+            for n in cutlass.range_constexpr(p.wg_n):
+                g = tW2g[n][(None, j * i2 + v - i1)]
+                cute.copy(tma_w2, g, tW2s[n][(None, wp.index)], tma_bar_ptr=bar)
 
     @cute.jit
     def load_w(self, w_pipe, wp, tma_w1, tW1s, tW1g, tma_w2, tW2s, tW2g, rank):

@@ -79,9 +79,8 @@ int rf_hopper_smem_bytes(const rf_kernel_spec_t *k) {
         off = add(off, 2 * (int64_t)cp * hc * k->weight_buffers, ALIGN);
         off = add(off, 2 * (int64_t)hc * cp * k->weight_buffers, ALIGN);
     }
-    if (wg_n > 1) /* H buffers: three for the blocked ring, whose consumers write chunk
-                   * j + 1 while GEMM2 of chunk j reads chunk j (the generator's h_buffers) */
-        off = add(off, 2 * (k->w1_block > 0 ? 3 : 2) * (int64_t)bm * hc, ALIGN);
+    if (wg_n > 1)
+        off = add(off, 2 * 2 * (int64_t)bm * hc, ALIGN);
     if (k->cluster_h > 1)
         off = add(off, 4 * (int64_t)bm * cp / 2, 16);
     off += ALIGN;
