@@ -69,6 +69,15 @@ EARLY_PAIRS = 16
 # ITEMS_IN_FLIGHT + 2 items: those in flight, the one being issued, one loading). Two
 # measured the same as one at 8192x512x2048 (notes/kernels.md, run 10)
 ITEMS_IN_FLIGHT = 1
+# The blocked ring's producer warpgroup (its own 128 threads; setmaxnreg): registers per
+# thread of the producer and of each of the two consumer warpgroups. 2 x 128 x 232 +
+# 128 x 40 = 64,512 of the SM's 65,536 (CUTLASS's split for one producer, two consumers)
+PRODUCER_REGS = 40
+CONSUMER_REGS = 232
+# Named barriers: 1 + wg_mi for the two warpgroups of a row half (H chunk written), then
+# the consumers' bias staging when a producer warpgroup does not take part (0 is
+# __syncthreads)
+BIAS_BARRIER = 3
 # An mbarrier wait longer than this traps (the launch fails with an error) instead of
 # hanging the GPU: a wrong TMA byte count or a lost arrive would otherwise never return.
 WATCHDOG_NS = 20_000_000_000
@@ -105,8 +114,13 @@ class HopperPlan:
     smem_bytes: int
 
     @property
+    def producer_wg(self) -> bool:
+        """The blocked ring has a producer warpgroup of its own (after the consumers)."""
+        return self.blocked
+
+    @property
     def threads(self) -> int:
-        return WG_THREADS * self.wg_m * self.wg_n
+        return WG_THREADS * (self.wg_m * self.wg_n + (1 if self.producer_wg else 0))
 
     @property
     def nchunks(self) -> int:
@@ -180,6 +194,7 @@ class HopperPlan:
             "a block pair splits whole chunks of one warpgroup's tile",
         )
         _check(p.hp - p.hidden < p.hc, n, "a chunk wholly in the padding")
+        _check(k.get("threads") == p.threads, n, f"threads {k.get('threads')}, not {p.threads}")
         if p.blocked:
             _check(
                 p.wg_n == 2 and p.wg_m == 1 and p.cluster_h == 1,
@@ -209,7 +224,8 @@ class WgmmaMlpKernel:
         self.bm = plan.tile_rows
         self.nc_wg = plan.cp // plan.wg_n  # output channels per warpgroup
         self.hc_wg = plan.hc // plan.wg_n  # hidden units per warpgroup in GEMM1
-        self.n_consumer_warps = plan.threads // 32
+        self.n_cwg = plan.wg_m * plan.wg_n  # consumer warpgroups (then the producer's)
+        self.n_consumer_warps = 4 * self.n_cwg
         # pairs of one thread's epilogue: 64 x nc_wg values over 128 threads, halved when
         # a block pair shares the channels
         self.early_residual = (
@@ -422,19 +438,23 @@ class WgmmaMlpKernel:
         wc = pipeline.make_pipeline_state(pipeline.PipelineUserType.Consumer, p.w_stages)
         wr = pipeline.make_pipeline_state(pipeline.PipelineUserType.Consumer, p.w_stages)
 
-        # ---------------- prologue: fill both rings
-        if warp == 0:
-            for _ in cutlass.range(cutlass.min(p.x_stages, n_my), unroll=1):
-                self.load_x(x_pipe, xp, tma_x, tXs, tXg, cid + xp.count * ncl)
-                xp.advance()
-            for _ in cutlass.range(cutlass.min(p.w_stages, n_w), unroll=1):
-                self.load_w(w_pipe, wp, tma_w1, tW1s, tW1g, tma_w2, tW2s, tW2g, rank)
-                wp.advance()
+        # ---------------- prologue: fill both rings (the producer warpgroup, when there
+        # is one, fills them in its own loop)
+        if cutlass.const_expr(not p.producer_wg):
+            if warp == 0:
+                for _ in cutlass.range(cutlass.min(p.x_stages, n_my), unroll=1):
+                    self.load_x(x_pipe, xp, tma_x, tXs, tXg, cid + xp.count * ncl)
+                    xp.advance()
+                for _ in cutlass.range(cutlass.min(p.w_stages, n_w), unroll=1):
+                    self.load_w(w_pipe, wp, tma_w1, tW1s, tW1g, tma_w2, tW2s, tW2g, rank)
+                    wp.advance()
 
         # b1 and b2 into shared memory while the first loads are in flight (their global
-        # round trip off the path to the first wgmma), visible to all before any chunk
-        self.stage_biases(mB1, mB2, sB1, sB2, tidx)
-        cute.arch.sync_threads()
+        # round trip off the path to the first wgmma), visible to all before any chunk (with
+        # a producer warpgroup: by the consumers, after it has started)
+        if cutlass.const_expr(not p.producer_wg):
+            self.stage_biases(mB1, mB2, sB1, sB2, tidx, p.threads)
+            cute.arch.sync_threads()
 
         # ---------------- per-warpgroup MMA partitions
         thr1 = mma1.get_slice(wtid)
@@ -454,128 +474,143 @@ class WgmmaMlpKernel:
         tCc1 = thr1.partition_C(cute.make_identity_tensor((WG_ROWS, self.hc_wg)))
         tCcY = thr2.partition_C(cute.make_identity_tensor((WG_ROWS, self.nc_wg)))
 
-        # ---------------- the tiles of this block
-        for i in cutlass.range(n_my, unroll=1):
-            row0 = (cid + i * ncl) * bm + wg_mi * WG_ROWS  # first row of this warpgroup
-            accY.fill(0.0)
-            self.consumer_wait(x_pipe, xc)
-            xres = None
-            if cutlass.const_expr(self.early_residual):
-                # this thread's residual X from the tile in shared memory, read now (before
-                # the buffer goes back; the reads overlap the GEMMs)
-                _, npr = self.epilogue_pairs(accY, 0, p.cluster_h)
-                xres = cute.make_rmem_tensor(cute.make_layout((2, npr)), self.f16)
-                sXt = sXw[None, None, xc.index]
-                if cutlass.const_expr(p.cluster_h == 1):
-                    self.residual_from_smem(sXt, xres, tCcY, 0)
-                elif rank == 0:
-                    self.residual_from_smem(sXt, xres, tCcY, 0)
-                else:
-                    self.residual_from_smem(sXt, xres, tCcY, npr)
-            if cutlass.const_expr(p.resident):
-                # chunk j sits in buffer j, loaded once: phase 0 of its full barrier
-                wc = pipeline.make_pipeline_state(pipeline.PipelineUserType.Consumer, p.w_stages)
-            loads = (tma_w1, tW1s, tW1g, tma_w2, tW2s, tW2g)
-            if cutlass.const_expr(p.blocked):
-                for j in cutlass.range(p.nchunks, unroll=1):
-                    # blocked ring (see chunk_blocked): wr trails wc by the item in flight
-                    acc1 = thr1.make_fragment_C(acc1_shape)
-                    i1, i2 = p.items
-                    ka, kb = p.w1_block // 16, p.w2_block // 16  # k16 steps per W1 / W2 item
-                    for t in cutlass.range_constexpr(i1):  # acc1 = X W1chunk, item by item
-                        self.consumer_wait(w_pipe, wc)
-                        warpgroup.fence()
-                        self.gemm_item(
-                            mma1, acc1, tCrA1, tCrB1, t * ka, xc.index, wc.index, ka, t == 0
-                        )
-                        warpgroup.commit_group()
-                        wc.advance()
-                        if cutlass.const_expr(t >= ITEMS_IN_FLIGHT):
-                            warpgroup.wait_group(
-                                ITEMS_IN_FLIGHT
-                            )  # item t - ITEMS_IN_FLIGHT has been read
-                            w_pipe.consumer_release(wr)
-                            wr.advance()
-                            if warp == 0:
-                                if wp.count < n_w:
-                                    self.load_w(w_pipe, wp, *loads, 0)
-                                    wp.advance()
-                    warpgroup.wait_group(0)
-                    for _ in cutlass.range_constexpr(min(i1, ITEMS_IN_FLIGHT)):  # the last W1 items
-                        w_pipe.consumer_release(wr)
-                        wr.advance()
-                        if warp == 0:
-                            if wp.count < n_w:
-                                self.load_w(w_pipe, wp, *loads, 0)
-                                wp.advance()
-                    hfrag = self.hidden_act(acc1, tCc1, sB1, j * p.hc + wg_ni * self.hc_wg)
-                    hb = (i * p.nchunks + j) % 2  # H buffer: alternates across chunks and tiles
-                    self.store_h(hfrag, acc1, tCc1, sHw, hb, wg_ni)
-                    # the writes reach the async proxy, then both warpgroups of these rows have
-                    # written their half of the chunk (and finished their GEMM2 of the chunk before,
-                    # which read the other H buffer: the one the next chunk overwrites)
-                    cute.arch.fence_proxy("async.shared", space="cta")
-                    cute.arch.barrier(barrier_id=1 + wg_mi, number_of_threads=WG_THREADS * p.wg_n)
-                    for t in cutlass.range_constexpr(i2):  # Y_acc += H W2chunk, item by item
-                        self.consumer_wait(w_pipe, wc)
-                        warpgroup.fence()
-                        self.gemm_item(mma2, accY, tCrA2, tCrB2, t * kb, hb, wc.index, kb, False)
-                        warpgroup.commit_group()
-                        wc.advance()
-                        if cutlass.const_expr(t >= ITEMS_IN_FLIGHT):
-                            warpgroup.wait_group(ITEMS_IN_FLIGHT)
-                            w_pipe.consumer_release(wr)
-                            wr.advance()
-                            if warp == 0:
-                                if wp.count < n_w:
-                                    self.load_w(w_pipe, wp, *loads, 0)
-                                    wp.advance()
-                    warpgroup.wait_group(0)  # the chunk's last W2 items
-                    for _ in cutlass.range_constexpr(min(i2, ITEMS_IN_FLIGHT)):
-                        w_pipe.consumer_release(wr)
-                        wr.advance()
-                        if warp == 0:
-                            if wp.count < n_w:
-                                self.load_w(w_pipe, wp, *loads, 0)
-                                wp.advance()
-            else:
-                for j in cutlass.range(p.nchunks, unroll=1):
-                    self.consumer_wait(w_pipe, wc)
-                    mmas = (mma1, thr1, acc1_shape, tCrA1, tCrB1, mma2, tCrA2, tCrB2, tCc1)
-                    hb = (
-                        i * p.nchunks + j
-                    ) % 2  # H buffer (two warpgroups): alternates across tiles
-                    jg = rank * p.nchunks + j  # the chunk's index in the whole hidden width
-                    self.chunk(mmas, accY, sB1, sHw, xc.index, wc.index, jg, hb, wg_mi, wg_ni)
-                    if cutlass.const_expr(p.resident):
-                        wc.advance()
-                    else:
-                        w_pipe.consumer_release(wc)
-                        wc.advance()
-                        if warp == 0:
-                            if wp.count < n_w:
-                                self.load_w(
-                                    w_pipe, wp, tma_w1, tW1s, tW1g, tma_w2, tW2s, tW2g, rank
-                                )
-                                wp.advance()
-            # every wgmma reading this X tile has completed and the epilogue reads X from
-            # registers (early_residual) or global memory: the buffer goes back now, so the
-            # next tile's X streams in during the epilogue
-            if cutlass.const_expr(self.early_residual):
-                # this thread's generic-proxy reads of the buffer before the TMA refills it
-                cute.arch.fence_proxy("async.shared", space="cta")
-            x_pipe.consumer_release(xc)
-            xc.advance()
-            if warp == 0:
-                if xp.count < n_my:
-                    self.load_x(x_pipe, xp, tma_x, tXs, tXg, cid + xp.count * ncl)
-                    xp.advance()
-            if cutlass.const_expr(p.cluster_h == 1):
-                self.epilogue(mX, mY, accY, tCcY, sB2, xres, row0, wg_ni, rows, 0, 1)
-            else:
-                self.exchange_and_finish(
-                    mX, mY, accY, tCcY, sB2, sXch, xres, row0, rows, rank, tidx
+        # ---------------- the producer warpgroup (blocked ring): its first warp streams the
+        # weight items and its second the X tiles, each as far ahead as its ring allows, so
+        # the consumer warpgroups only wait for full stages and release them
+        if wg >= self.n_cwg:  # never true without a producer warpgroup
+            if cutlass.const_expr(p.producer_wg):
+                cute.arch.warpgroup_reg_dealloc(PRODUCER_REGS)
+                if warp == 4 * self.n_cwg:
+                    for _ in cutlass.range(n_w, unroll=1):
+                        self.load_w(w_pipe, wp, tma_w1, tW1s, tW1g, tma_w2, tW2s, tW2g, rank)
+                        wp.advance()
+                if warp == 4 * self.n_cwg + 1:
+                    for _ in cutlass.range(n_my, unroll=1):
+                        self.load_x(x_pipe, xp, tma_x, tXs, tXg, cid + xp.count * ncl)
+                        xp.advance()
+        else:
+            if cutlass.const_expr(p.producer_wg):
+                cute.arch.warpgroup_reg_alloc(CONSUMER_REGS)
+                self.stage_biases(mB1, mB2, sB1, sB2, tidx, WG_THREADS * self.n_cwg)
+                cute.arch.barrier(
+                    barrier_id=BIAS_BARRIER, number_of_threads=WG_THREADS * self.n_cwg
                 )
+            # ---------------- the tiles of this block
+            for i in cutlass.range(n_my, unroll=1):
+                row0 = (cid + i * ncl) * bm + wg_mi * WG_ROWS  # first row of this warpgroup
+                accY.fill(0.0)
+                self.consumer_wait(x_pipe, xc)
+                xres = None
+                if cutlass.const_expr(self.early_residual):
+                    # this thread's residual X from the tile in shared memory, read now (before
+                    # the buffer goes back; the reads overlap the GEMMs)
+                    _, npr = self.epilogue_pairs(accY, 0, p.cluster_h)
+                    xres = cute.make_rmem_tensor(cute.make_layout((2, npr)), self.f16)
+                    sXt = sXw[None, None, xc.index]
+                    if cutlass.const_expr(p.cluster_h == 1):
+                        self.residual_from_smem(sXt, xres, tCcY, 0)
+                    elif rank == 0:
+                        self.residual_from_smem(sXt, xres, tCcY, 0)
+                    else:
+                        self.residual_from_smem(sXt, xres, tCcY, npr)
+                if cutlass.const_expr(p.resident):
+                    # chunk j sits in buffer j, loaded once: phase 0 of its full barrier
+                    wc = pipeline.make_pipeline_state(
+                        pipeline.PipelineUserType.Consumer, p.w_stages
+                    )
+                if cutlass.const_expr(p.blocked):
+                    for j in cutlass.range(p.nchunks, unroll=1):
+                        # blocked ring: wr trails wc by the item in flight; the producer
+                        # warpgroup refills what is released
+                        acc1 = thr1.make_fragment_C(acc1_shape)
+                        i1, i2 = p.items
+                        ka, kb = p.w1_block // 16, p.w2_block // 16  # k16 steps per W1 / W2 item
+                        for t in cutlass.range_constexpr(i1):  # acc1 = X W1chunk, item by item
+                            self.consumer_wait(w_pipe, wc)
+                            warpgroup.fence()
+                            self.gemm_item(
+                                mma1, acc1, tCrA1, tCrB1, t * ka, xc.index, wc.index, ka, t == 0
+                            )
+                            warpgroup.commit_group()
+                            wc.advance()
+                            if cutlass.const_expr(t >= ITEMS_IN_FLIGHT):
+                                warpgroup.wait_group(
+                                    ITEMS_IN_FLIGHT
+                                )  # item t - ITEMS_IN_FLIGHT has been read
+                                w_pipe.consumer_release(wr)
+                                wr.advance()
+                        warpgroup.wait_group(0)
+                        for _ in cutlass.range_constexpr(
+                            min(i1, ITEMS_IN_FLIGHT)
+                        ):  # the last W1 items
+                            w_pipe.consumer_release(wr)
+                            wr.advance()
+                        hfrag = self.hidden_act(acc1, tCc1, sB1, j * p.hc + wg_ni * self.hc_wg)
+                        hb = (i * p.nchunks + j) % 2  # H buffer: alternates across chunks and tiles
+                        self.store_h(hfrag, acc1, tCc1, sHw, hb, wg_ni)
+                        # the writes reach the async proxy, then both warpgroups of these
+                        # rows have written their half of the chunk (and finished their
+                        # GEMM2 of the chunk before, which read the other H buffer: the one
+                        # the next chunk overwrites)
+                        cute.arch.fence_proxy("async.shared", space="cta")
+                        cute.arch.barrier(
+                            barrier_id=1 + wg_mi, number_of_threads=WG_THREADS * p.wg_n
+                        )
+                        for t in cutlass.range_constexpr(i2):  # Y_acc += H W2chunk, item by item
+                            self.consumer_wait(w_pipe, wc)
+                            warpgroup.fence()
+                            self.gemm_item(
+                                mma2, accY, tCrA2, tCrB2, t * kb, hb, wc.index, kb, False
+                            )
+                            warpgroup.commit_group()
+                            wc.advance()
+                            if cutlass.const_expr(t >= ITEMS_IN_FLIGHT):
+                                warpgroup.wait_group(ITEMS_IN_FLIGHT)
+                                w_pipe.consumer_release(wr)
+                                wr.advance()
+                        warpgroup.wait_group(0)  # the chunk's last W2 items
+                        for _ in cutlass.range_constexpr(min(i2, ITEMS_IN_FLIGHT)):
+                            w_pipe.consumer_release(wr)
+                            wr.advance()
+                else:
+                    for j in cutlass.range(p.nchunks, unroll=1):
+                        self.consumer_wait(w_pipe, wc)
+                        mmas = (mma1, thr1, acc1_shape, tCrA1, tCrB1, mma2, tCrA2, tCrB2, tCc1)
+                        hb = (
+                            i * p.nchunks + j
+                        ) % 2  # H buffer (two warpgroups): alternates across tiles
+                        jg = rank * p.nchunks + j  # the chunk's index in the whole hidden width
+                        self.chunk(mmas, accY, sB1, sHw, xc.index, wc.index, jg, hb, wg_mi, wg_ni)
+                        if cutlass.const_expr(p.resident):
+                            wc.advance()
+                        else:
+                            w_pipe.consumer_release(wc)
+                            wc.advance()
+                            if warp == 0:
+                                if wp.count < n_w:
+                                    self.load_w(
+                                        w_pipe, wp, tma_w1, tW1s, tW1g, tma_w2, tW2s, tW2g, rank
+                                    )
+                                    wp.advance()
+                # every wgmma reading this X tile has completed and the epilogue reads X from
+                # registers (early_residual) or global memory: the buffer goes back now, so the
+                # next tile's X streams in during the epilogue
+                if cutlass.const_expr(self.early_residual):
+                    # this thread's generic-proxy reads of the buffer before the TMA refills it
+                    cute.arch.fence_proxy("async.shared", space="cta")
+                x_pipe.consumer_release(xc)
+                xc.advance()
+                if cutlass.const_expr(not p.producer_wg):
+                    if warp == 0:
+                        if xp.count < n_my:
+                            self.load_x(x_pipe, xp, tma_x, tXs, tXg, cid + xp.count * ncl)
+                            xp.advance()
+                if cutlass.const_expr(p.cluster_h == 1):
+                    self.epilogue(mX, mY, accY, tCcY, sB2, xres, row0, wg_ni, rows, 0, 1)
+                else:
+                    self.exchange_and_finish(
+                        mX, mY, accY, tCcY, sB2, sXch, xres, row0, rows, rank, tidx
+                    )
         if cutlass.const_expr(p.cluster_h > 1):
             cute.arch.cluster_wait()  # the last exchange is over in both blocks
 
@@ -670,15 +705,16 @@ class WgmmaMlpKernel:
         return x_pipe, w_pipe
 
     @cute.jit
-    def stage_biases(self, mB1, mB2, sB1, sB2, tidx):
-        """b1 and b2 into shared memory, zero past H and C, once per block."""
+    def stage_biases(self, mB1, mB2, sB1, sB2, tidx, nthreads: cutlass.Constexpr):
+        """b1 and b2 into shared memory, zero past H and C, once per block, by threads
+        0 .. nthreads."""
         p, f32 = self.p, self.f32
-        for i in cutlass.range(tidx, p.hp, p.threads):
+        for i in cutlass.range(tidx, p.hp, nthreads):
             v = f32(0.0)
             if i < p.hidden:
                 v = mB1[i]
             sB1[i] = v
-        for i in cutlass.range(tidx, p.cp, p.threads):
+        for i in cutlass.range(tidx, p.cp, nthreads):
             v = f32(0.0)
             if i < p.channels:
                 v = mB2[i]

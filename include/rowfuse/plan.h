@@ -108,7 +108,8 @@ typedef struct rf_kernel_spec {
     int tile_rows;        /* rows per tile (16, 32, 64; fused_wgmma: 64, 128) */
     int warps_m, warps_n; /* warp grid of the MMA tile: threads = 32 warps_m warps_n
                            * (fused_wgmma: warps_m / 4 warpgroups along the rows, each
-                           * 64 rows, times warps_n warpgroups along the channels) */
+                           * 64 rows, times warps_n warpgroups along the channels; with
+                           * the blocked ring one producer warpgroup more) */
     int padded_channels;  /* channels padded to 16 warps_n (fused_wgmma: to 16) */
     int padded_hidden;    /* hidden padded to 16 warps_n (fused_wgmma: whole chunks) */
     int hidden_chunk;     /* hidden columns per chunk (divides padded_hidden) */
@@ -137,8 +138,12 @@ typedef struct rf_kernel_spec {
     int grid_balanced; /* 1: as few blocks as give each the same tile count */
 } rf_kernel_spec_t;
 
+/* Threads of one block: the MMA warps, plus (fused_wgmma with the blocked ring) one
+ * producer warpgroup that only issues the TMA loads, so the consumers never wait for each
+ * other to refill the ring. */
 static inline int rf_kernel_spec_threads(const rf_kernel_spec_t *k) {
-    return 32 * k->warps_m * k->warps_n;
+    int producer = k->mode == RF_KERNEL_FUSED_WGMMA && k->w1_block > 0 ? 128 : 0;
+    return 32 * k->warps_m * k->warps_n + producer;
 }
 
 /* Blocks that share one row tile (cluster_h; 1 for a spec that leaves it unset). */
