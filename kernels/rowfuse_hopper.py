@@ -427,10 +427,6 @@ class WgmmaMlpKernel:
         if cid < ntiles:
             n_my = (ntiles - cid + ncl - 1) // ncl
         n_w = n_my * p.nchunks  # chunk loads this block consumes (streamed weights)
-        # Blocked ring: block cid runs its chunks from chunk cid mod nchunks on, so that
-        # blocks started together read different weight items instead of every block the
-        # same one (Y_acc sums the chunks in that order)
-        rot = cid % p.nchunks if cutlass.const_expr(p.blocked) else 0
         if cutlass.const_expr(p.resident):
             n_w = p.nchunks if n_my > 0 else 0  # each chunk once
         if cutlass.const_expr(p.blocked):
@@ -486,7 +482,7 @@ class WgmmaMlpKernel:
                 cute.arch.warpgroup_reg_dealloc(PRODUCER_REGS)
                 if warp == 4 * self.n_cwg:
                     for _ in cutlass.range(n_w, unroll=1):
-                        self.load_item(w_pipe, wp, tma_w1, tW1s, tW1g, tma_w2, tW2s, tW2g, rot)
+                        self.load_w(w_pipe, wp, tma_w1, tW1s, tW1g, tma_w2, tW2s, tW2g, rank)
                         wp.advance()
                 if warp == 4 * self.n_cwg + 1:
                     for _ in cutlass.range(n_my, unroll=1):
@@ -549,10 +545,7 @@ class WgmmaMlpKernel:
                         ):  # the last W1 items
                             w_pipe.consumer_release(wr)
                             wr.advance()
-                        jr = j + rot  # the chunk this step runs
-                        if jr >= p.nchunks:
-                            jr = jr - p.nchunks
-                        hfrag = self.hidden_act(acc1, tCc1, sB1, jr * p.hc + wg_ni * self.hc_wg)
+                        hfrag = self.hidden_act(acc1, tCc1, sB1, j * p.hc + wg_ni * self.hc_wg)
                         hb = (i * p.nchunks + j) % 2  # H buffer: alternates across chunks and tiles
                         self.store_h(hfrag, acc1, tCc1, sHw, hb, wg_ni)
                         # the writes reach the async proxy, then both warpgroups of these
@@ -855,19 +848,15 @@ class WgmmaMlpKernel:
         )
 
     @cute.jit
-    def load_item(self, w_pipe, wp, tma_w1, tW1s, tW1g, tma_w2, tW2s, tW2g, rot):
-        """Blocked ring: TMA of item wp.count of the sequence (per tile, per chunk step j:
-        the W1 items of channel blocks 0.., then the W2 items of the chunk's hidden blocks),
-        every warpgroup's part; the full barrier expects that item's bytes. Step j runs
-        chunk (j + rot) mod nchunks (the block's rotation, see the consumers)."""
+    def load_item(self, w_pipe, wp, tma_w1, tW1s, tW1g, tma_w2, tW2s, tW2g):
+        """Blocked ring: TMA of item wp.count of the sequence (per tile, per chunk j: the
+        W1 items of channel blocks 0.., then the W2 items of the chunk's hidden blocks),
+        every warpgroup's part; the full barrier expects that item's bytes."""
         p = self.p
         i1, i2 = p.items
         u = wp.count % (p.nchunks * (i1 + i2))
-        js = u // (i1 + i2)
-        v = u - js * (i1 + i2)
-        j = js + rot
-        if j >= p.nchunks:
-            j = j - p.nchunks
+        j = u // (i1 + i2)
+        v = u - j * (i1 + i2)
         self.wait(w_pipe.sync_object_empty.get_barrier(wp.index), wp.phase)
         bar = w_pipe.producer_get_barrier(wp)
         if v < i1:
@@ -888,7 +877,7 @@ class WgmmaMlpKernel:
         next item, load_item)."""
         p = self.p
         if cutlass.const_expr(p.blocked):
-            self.load_item(w_pipe, wp, tma_w1, tW1s, tW1g, tma_w2, tW2s, tW2g, 0)
+            self.load_item(w_pipe, wp, tma_w1, tW1s, tW1g, tma_w2, tW2s, tW2g)
         else:
             j = rank * p.nchunks + wp.count % p.nchunks
             self.producer_acquire(w_pipe, wp)
