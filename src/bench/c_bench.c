@@ -24,7 +24,7 @@ typedef struct rf_bench_cvar {
     cudaGraph_t floor_graph;
     cudaGraphExec_t floor_exec;
     const rf_mlp_args_t *args;
-    int ok, has_output;
+    int ok, has_output, selected;
     double rel_l2, max_abs;
     int kernel_nodes;
     char error[400];
@@ -306,7 +306,8 @@ static rf_status_t rf_bench_write_json(FILE *f, const rf_bench_c_options_t *o,
     rf_json_key(&w, "variants");
     rf_json_array_begin(&w);
     for (int i = 0; i < nvars; i++)
-        rf_bench_json_variant(&w, &vars[i], timing_of[i] >= 0 ? &timings[timing_of[i]] : NULL,
+        if (vars[i].selected)
+            rf_bench_json_variant(&w, &vars[i], timing_of[i] >= 0 ? &timings[timing_of[i]] : NULL,
                               o->tol.step_fraction);
     rf_json_array_end(&w);
     rf_json_object_end(&w);
@@ -316,6 +317,15 @@ static rf_status_t rf_bench_write_json(FILE *f, const rf_bench_c_options_t *o,
 }
 
 /* ---- the run ---- */
+
+/* 1 when `name` is an item of the comma-separated `list` (NULL: every name). */
+static int rf_bench_selected(const char *list, const char *name) {
+    size_t n = strlen(name);
+    for (const char *p = list; p; p = strchr(p, ',') ? strchr(p, ',') + 1 : NULL)
+        if (!strncmp(p, name, n) && (p[n] == ',' || p[n] == '\0'))
+            return 1;
+    return list == NULL;
+}
 
 /* The floor, then every schedule in the plan's table (-1: the floor). */
 static const struct {
@@ -381,6 +391,9 @@ rf_status_t rf_bench_c_run(rf_allocator_t a, const rf_bench_c_options_t *o, FILE
         v->label = rf_bench_c_variants[i].label;
         v->args = &bufs.args;
         v->ok = 1;
+        v->selected = i == 0 || rf_bench_selected(o->variants, v->name);
+        if (!v->selected)
+            continue;
         rf_status_t vs;
         if (i == 0) {
             vs = rf_bench_floor_capture(v, (cudaStream_t)stream);
@@ -415,7 +428,7 @@ rf_status_t rf_bench_c_run(rf_allocator_t a, const rf_bench_c_options_t *o, FILE
         timing_of[i] = nitems++;
     }
     for (int i = 0; i < RF_BENCH_MAX_VARIANTS; i++)
-        if (!vars[i].ok)
+        if (!vars[i].ok || !vars[i].selected)
             timing_of[i] = -1;
     rf_bench_say(o,
                  "timing %d variants: %d rounds x %d observations, graph (CUPTI %s, %s "
@@ -451,7 +464,7 @@ rf_status_t rf_bench_c_run(rf_allocator_t a, const rf_bench_c_options_t *o, FILE
         char failed[256] = "";
         int n = 0;
         for (int i = 0; i < RF_BENCH_MAX_VARIANTS; i++)
-            if (!vars[i].ok && ++n)
+            if (vars[i].selected && !vars[i].ok && ++n)
                 snprintf(failed + strlen(failed), sizeof failed - strlen(failed), " %s",
                          vars[i].name);
         if (n)

@@ -39,6 +39,11 @@ typedef struct rf_bench_c_options {
     const char *git_revision; /* recorded; NULL -> "unknown" */
     rf_bench_options_t timing;
     int ceilings; /* measure the copy and GEMM ceilings after the variants (default 1) */
+    /* comma-separated schedule names to time (the floor is always timed); NULL = all. The
+     * others are left out of the timing and the JSON: each observation is interleaved with
+     * the selected variants only, so a variant's sensitivity to what ran before it (the
+     * L2 its predecessors leave) can be isolated */
+    const char *variants;
     void (*progress)(void *ctx, const char *line);
     void *progress_ctx;
 } rf_bench_c_options_t;

@@ -16,6 +16,7 @@
 
 #include "commands.h"
 #include "rowfuse/mlp.h"
+#include "rowfuse/plan.h"
 
 #ifdef RF_HAVE_BENCH
 #include "bench/c_bench.h"
@@ -25,8 +26,8 @@ static int rf_bench_usage(const char *why) {
     fprintf(stderr,
             "rowfuse bench: %s\nusage: rowfuse bench PKGDIR --c [--rows N] [--seed S] "
             "[--rounds R] [--obs K] [--tol T] [--control-obs K] [--no-span] "
-            "[--span-attribution correlation|order] [--no-ceilings] [--git-rev REV] "
-            "[-o out.json]\n",
+            "[--span-attribution correlation|order] [--no-ceilings] [--variants A,B] "
+            "[--git-rev REV] [-o out.json]\n",
             why);
     return 2;
 }
@@ -49,7 +50,7 @@ static void rf_bench_progress(void *ctx, const char *line) {
 #endif
 
 int rf_cmd_bench(int argc, char **argv) {
-    const char *pkg = NULL, *out_path = NULL, *git = NULL;
+    const char *pkg = NULL, *out_path = NULL, *git = NULL, *variants = NULL;
     int c_host = 0, span = 1, ceilings = 1;
     long long rows = 0, seed = -1, rounds = 5, obs = 200, control = 200;
     const char *attribution = "correlation";
@@ -61,6 +62,24 @@ int rf_cmd_bench(int argc, char **argv) {
             c_host = 1;
         } else if (!strcmp(a, "--no-ceilings")) {
             ceilings = 0; /* skip the copy and GEMM ceilings (ceilings.c) */
+        } else if (!strcmp(a, "--variants")) {
+            /* schedule names, comma-separated: time only these (and the floor) */
+            if (!val || !*val)
+                return rf_bench_usage("expected schedule names after --variants");
+            for (const char *p = val; p; p = strchr(p, ',') ? strchr(p, ',') + 1 : NULL) {
+                char name[64];
+                size_t n = strchr(p, ',') ? (size_t)(strchr(p, ',') - p) : strlen(p);
+                rf_schedule_t sched;
+                snprintf(name, sizeof name, "%.*s", (int)(n < 63 ? n : 63), p);
+                rf_status_t bad = rf_schedule_parse(name, &sched);
+                if (bad) {
+                    fprintf(stderr, "rowfuse bench: --variants: %s\n", rf_status_message(bad));
+                    rf_status_free(bad);
+                    return 2;
+                }
+            }
+            variants = val;
+            i++;
         } else if (!strcmp(a, "--no-span")) {
             span = 0;
         } else if (!strcmp(a, "--control-obs")) {
@@ -113,6 +132,7 @@ int rf_cmd_bench(int argc, char **argv) {
     (void)out_path;
     (void)git;
     (void)ceilings;
+    (void)variants;
     (void)span;
     (void)control;
     (void)attribution;
@@ -134,6 +154,7 @@ int rf_cmd_bench(int argc, char **argv) {
         return rf_cli_report("bench", pst);
     o.tol.step_fraction = tol;
     o.ceilings = ceilings;
+    o.variants = variants;
     o.git_revision = git ? git : getenv("ROWFUSE_GIT_REV");
     o.progress = rf_bench_progress;
     FILE *f = out_path ? fopen(out_path, "w") : stdout;
