@@ -109,7 +109,6 @@ class HopperPlan:
     w_stages: int  # chunk buffers in the ring (= nchunks: resident, loaded once)
     x_stages: int  # X tile buffers
     cluster_h: int  # blocks of a cluster that split each tile's hidden units (1 or 2)
-    cluster_m: int  # blocks of a cluster along the rows, each its own tile (1 or 2)
     w1_block: int  # blocked ring: channels (K of X W1) of one W1 item; 0 = whole chunks
     w2_block: int  # blocked ring: hidden units (K of H W2) of one W2 item
     smem_bytes: int
@@ -171,7 +170,6 @@ class HopperPlan:
                 w_stages=k["weight_buffers"],
                 x_stages=k["x_stages"],
                 cluster_h=k["cluster_h"],
-                cluster_m=k["cluster_m"],
                 w1_block=k["w1_block"],
                 w2_block=k["w2_block"],
                 smem_bytes=k["smem_bytes"],
@@ -190,8 +188,6 @@ class HopperPlan:
         _check(p.hc % (16 * p.wg_n) == 0 and p.hc // p.wg_n <= 256, n, "hidden chunk")
         _check(p.hp % p.hc == 0 and p.hp >= p.hidden, n, "hidden chunk or padding")
         _check(p.cluster_h in (1, 2), n, "cluster_h must be 1 or 2")
-        _check(p.cluster_m in (1, 2), n, "cluster_m must be 1 or 2")
-        _check(p.cluster_m == 1 or p.blocked, n, "cluster_m = 2 needs the blocked ring")
         _check(
             p.cluster_h == 1 or (p.wg_m == 1 and p.wg_n == 1 and (p.hp // p.hc) % 2 == 0),
             n,
@@ -339,14 +335,11 @@ class WgmmaMlpKernel:
             g2s, mX, cute.slice_(lx, (None, None, 0)), (self.bm, p.cp)
         )
         k1, k2 = self.item_k()
-        # weights: with a cluster along the rows each block loads 1 / cluster_m of every
-        # item and multicasts it to all blocks of the cluster
-        wop = g2s if p.cluster_m == 1 else cpasync.CopyBulkTensorTileG2SMulticastOp()
         tma_w1, tW1 = cpasync.make_tiled_tma_atom(
-            wop, gW1, cute.slice_(lw1, (None, None, 0)), (self.hc_wg, k1), p.cluster_m
+            g2s, gW1, cute.slice_(lw1, (None, None, 0)), (self.hc_wg, k1)
         )
         tma_w2, tW2 = cpasync.make_tiled_tma_atom(
-            wop, gW2, cute.slice_(lw2, (None, None, 0)), (self.nc_wg, k2), p.cluster_m
+            g2s, gW2, cute.slice_(lw2, (None, None, 0)), (self.nc_wg, k2)
         )
         self.kernel(
             mma1,
@@ -369,7 +362,7 @@ class WgmmaMlpKernel:
         ).launch(
             grid=(grid, 1, 1),
             block=(p.threads, 1, 1),
-            cluster=(p.cluster_h * p.cluster_m, 1, 1) if p.cluster_h * p.cluster_m > 1 else None,
+            cluster=(p.cluster_h, 1, 1) if p.cluster_h > 1 else None,
             smem=p.smem_bytes,
             stream=stream,
         )
@@ -416,12 +409,6 @@ class WgmmaMlpKernel:
         if cutlass.const_expr(p.cluster_h > 1):
             rank = cute.arch.make_warp_uniform(cute.arch.block_idx_in_cluster())
             cid, ncl = bid // p.cluster_h, nblk // p.cluster_h
-        # a cluster of cluster_m blocks along the rows owns cluster_m neighbouring tiles per
-        # step: block `rank_m` the tile (cid + k ncl) cluster_m + rank_m of its step k
-        rank_m, cm = cutlass.Int32(0), p.cluster_m
-        if cutlass.const_expr(p.cluster_m > 1):
-            rank_m = cute.arch.make_warp_uniform(cute.arch.block_idx_in_cluster())
-            cid, ncl = bid // cm, nblk // cm
 
         mbar, sB1, sB2, sX, pW1, pW2, sH, sXch = self.alloc_smem(lx, lw1, lw2, lh)
         x_pipe, w_pipe = self.make_pipelines(mbar)
@@ -431,19 +418,11 @@ class WgmmaMlpKernel:
             # the first cluster barrier phase: its wait, before the first store into the
             # other block's shared memory, proves that block has started
             cute.arch.cluster_arrive_relaxed()
-        if cutlass.const_expr(p.cluster_m > 1):
-            # every block's barriers are initialised before any multicast lands in it or
-            # any remote release reaches it
-            cute.arch.cluster_arrive_relaxed()
-            cute.arch.cluster_wait()
         tXs, tXg, tW1s, tW1g, tW2s, tW2g = self.tma_partitions(
-            tma_x, tX, tma_w1, tW1, tma_w2, tW2, sX, pW1, pW2, lw1, lw2, rank_m
+            tma_x, tX, tma_w1, tW1, tma_w2, tW2, sX, pW1, pW2, lw1, lw2
         )
 
-        # steps of this block (a step: one tile per block of the cluster; a block whose
-        # tile of the last step lies past the rows runs it on TMA's zero fill, stores
-        # nothing, and still takes its part in the cluster's weight loads)
-        ntiles = ((rows + bm - 1) // bm + cm - 1) // cm
+        ntiles = (rows + bm - 1) // bm
         n_my = 0
         if cid < ntiles:
             n_my = (ntiles - cid + ncl - 1) // ncl
@@ -464,7 +443,7 @@ class WgmmaMlpKernel:
         if cutlass.const_expr(not p.producer_wg):
             if warp == 0:
                 for _ in cutlass.range(cutlass.min(p.x_stages, n_my), unroll=1):
-                    self.load_x(x_pipe, xp, tma_x, tXs, tXg, (cid + xp.count * ncl) * cm + rank_m)
+                    self.load_x(x_pipe, xp, tma_x, tXs, tXg, cid + xp.count * ncl)
                     xp.advance()
                 for _ in cutlass.range(cutlass.min(p.w_stages, n_w), unroll=1):
                     self.load_w(w_pipe, wp, tma_w1, tW1s, tW1g, tma_w2, tW2s, tW2g, rank)
@@ -505,17 +484,9 @@ class WgmmaMlpKernel:
                     for _ in cutlass.range(n_w, unroll=1):
                         self.load_w(w_pipe, wp, tma_w1, tW1s, tW1g, tma_w2, tW2s, tW2g, rank)
                         wp.advance()
-                    if cutlass.const_expr(p.cluster_m > 1):
-                        # the block stays until every block of the cluster has released
-                        # every stage: no remote release may reach a block that has exited
-                        for _ in cutlass.range(p.w_stages, unroll=1):
-                            self.wait(w_pipe.sync_object_empty.get_barrier(wp.index), wp.phase)
-                            wp.advance()
                 if warp == 4 * self.n_cwg + 1:
                     for _ in cutlass.range(n_my, unroll=1):
-                        self.load_x(
-                            x_pipe, xp, tma_x, tXs, tXg, (cid + xp.count * ncl) * cm + rank_m
-                        )
+                        self.load_x(x_pipe, xp, tma_x, tXs, tXg, cid + xp.count * ncl)
                         xp.advance()
         else:
             if cutlass.const_expr(p.producer_wg):
@@ -526,8 +497,7 @@ class WgmmaMlpKernel:
                 )
             # ---------------- the tiles of this block
             for i in cutlass.range(n_my, unroll=1):
-                # first row of this warpgroup
-                row0 = ((cid + i * ncl) * cm + rank_m) * bm + wg_mi * WG_ROWS
+                row0 = (cid + i * ncl) * bm + wg_mi * WG_ROWS  # first row of this warpgroup
                 accY.fill(0.0)
                 self.consumer_wait(x_pipe, xc)
                 xres = None
@@ -633,9 +603,7 @@ class WgmmaMlpKernel:
                 if cutlass.const_expr(not p.producer_wg):
                     if warp == 0:
                         if xp.count < n_my:
-                            self.load_x(
-                                x_pipe, xp, tma_x, tXs, tXg, (cid + xp.count * ncl) * cm + rank_m
-                            )
+                            self.load_x(x_pipe, xp, tma_x, tXs, tXg, cid + xp.count * ncl)
                             xp.advance()
                 if cutlass.const_expr(p.cluster_h == 1):
                     self.epilogue(mX, mY, accY, tCcY, sB2, xres, row0, wg_ni, rows, 0, 1)
@@ -717,21 +685,6 @@ class WgmmaMlpKernel:
         p = self.p
         producer = pipeline.CooperativeGroup(pipeline.Agent.Thread)
         consumers = pipeline.CooperativeGroup(pipeline.Agent.Thread, self.n_consumer_warps)
-        # cluster along the rows: a stage of the weight ring is free when the consumer warps
-        # of every block have released it (one arrival per warp and block; the DSL counts
-        # them from the consumer threads)
-        w_mc = {}
-        if p.cluster_m > 1:
-            w_mc = dict(
-                cta_layout_vmnk=cute.make_layout((1, p.cluster_m, 1, 1)),
-                mcast_mode_mn=(0, 1),
-                enable_multicast_signaling=True,
-            )
-            w_consumers = pipeline.CooperativeGroup(
-                pipeline.Agent.Thread, 32 * self.n_consumer_warps
-            )
-        else:
-            w_consumers = consumers
         x_pipe = pipeline.PipelineTmaAsync.create(
             barrier_storage=mbar,
             num_stages=p.x_stages,
@@ -744,11 +697,10 @@ class WgmmaMlpKernel:
             barrier_storage=mbar + 2 * p.x_stages,
             num_stages=p.w_stages,
             producer_group=producer,
-            consumer_group=w_consumers,
+            consumer_group=consumers,
             # (blocked ring: each item arms its own byte count, load_item)
             tx_count=2 * 2 * p.cp * p.hc if not p.blocked else 2 * p.hc * p.w1_block,
             defer_sync=True,
-            **w_mc,
         )
         return x_pipe, w_pipe
 
@@ -768,17 +720,15 @@ class WgmmaMlpKernel:
                 v = mB2[i]
             sB2[i] = v
 
-    def tma_partitions(self, tma_x, tX, tma_w1, tW1, tma_w2, tW2, sX, pW1, pW2, lw1, lw2, rank_m):
-        """TMA views: X tiles of (tile_rows, cp) along the rows; W1 part n of chunk j =
-        hidden units [j hc + n hc_wg, +hc_wg) = tile j wg_n + n of the (H, C) view; W2 part
-        n of chunk j = tile (n, j) of the (C, H) view. Blocked ring: the W1 tiles are
-        (hc_wg, w1_block), indexed (j wg_n + n, channel block), the W2 tiles (nc_wg,
-        w2_block), indexed (n, hidden block). With a cluster along the rows block rank_m
-        copies slice rank_m of each weight tile (multicast to every block)."""
+    def tma_partitions(self, tma_x, tX, tma_w1, tW1, tma_w2, tW2, sX, pW1, pW2, lw1, lw2):
+        """TMA views (one CTA, no multicast): X tiles of (tile_rows, cp) along the rows;
+        W1 part n of chunk j = hidden units [j hc + n hc_wg, +hc_wg) = tile j wg_n + n of the
+        (H, C) view; W2 part n of chunk j = tile (n, j) of the (C, H) view. Blocked ring: the
+        W1 tiles are (hc_wg, w1_block), indexed (j wg_n + n, channel block), the W2 tiles
+        (nc_wg, w2_block), indexed (n, hidden block)."""
         p = self.p
         n1, n2 = self.part_elems(lw1, lw2)
         one = cute.make_layout(1)
-        wl = cute.make_layout(p.cluster_m)
         gX = cute.local_tile(tX, (self.bm, p.cp), (None, 0))  # (bm, cp, tiles)
         tXs, tXg = cpasync.tma_partition(
             tma_x, 0, one, cute.group_modes(sX, 0, 2), cute.group_modes(gX, 0, 2)
@@ -791,15 +741,15 @@ class WgmmaMlpKernel:
         for n in range(p.wg_n):
             s1, g1 = cpasync.tma_partition(
                 tma_w1,
-                rank_m,
-                wl,
+                0,
+                one,
                 cute.group_modes(self.part(pW1, n * n1, lw1), 0, 2),
                 cute.group_modes(gW1, 0, 2),
             )
             s2, g2 = cpasync.tma_partition(
                 tma_w2,
-                rank_m,
-                wl,
+                0,
+                one,
                 cute.group_modes(self.part(pW2, n * n2, lw2), 0, 2),
                 cute.group_modes(gW2[(None, None, n, None)], 0, 2),
             )
@@ -909,19 +859,16 @@ class WgmmaMlpKernel:
         v = u - j * (i1 + i2)
         self.wait(w_pipe.sync_object_empty.get_barrier(wp.index), wp.phase)
         bar = w_pipe.producer_get_barrier(wp)
-        # (a cluster along the rows: this block's slice of the item, to every block; each
-        # block's full barrier expects the whole item)
-        mc = {} if p.cluster_m == 1 else dict(mcast_mask=cutlass.Int16((1 << p.cluster_m) - 1))
         if v < i1:
             w_pipe.sync_object_full.arrive_and_expect_tx(wp.index, 2 * p.hc * p.w1_block)
             for n in cutlass.range_constexpr(p.wg_n):
                 g = tW1g[n][(None, j * p.wg_n + n, v)]
-                cute.copy(tma_w1, g, tW1s[n][(None, wp.index)], tma_bar_ptr=bar, **mc)
+                cute.copy(tma_w1, g, tW1s[n][(None, wp.index)], tma_bar_ptr=bar)
         else:
             w_pipe.sync_object_full.arrive_and_expect_tx(wp.index, 2 * p.cp * p.w2_block)
             for n in cutlass.range_constexpr(p.wg_n):
                 g = tW2g[n][(None, j * i2 + v - i1)]
-                cute.copy(tma_w2, g, tW2s[n][(None, wp.index)], tma_bar_ptr=bar, **mc)
+                cute.copy(tma_w2, g, tW2s[n][(None, wp.index)], tma_bar_ptr=bar)
 
     @cute.jit
     def load_w(self, w_pipe, wp, tma_w1, tW1s, tW1g, tma_w2, tW2s, tW2g, rank):

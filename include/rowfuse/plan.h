@@ -36,7 +36,7 @@ extern "C" {
 #endif
 
 /* Bumped whenever a field's meaning changes; packages of another version are refused. */
-#define RF_PLAN_VERSION 6
+#define RF_PLAN_VERSION 5
 
 /* fp16 elements added to every shared-memory row of a kernel's tiles (16 bytes: ldmatrix
  * rows land in different banks). Part of the layout the planner counts and the generator
@@ -123,10 +123,6 @@ typedef struct rf_kernel_spec {
                            * weights: a ring of blocks of a chunk (0 = of whole chunks):
                            * W1 items of w1_block channels x hidden_chunk, */
     int w2_block;         /* and W2 items of w2_block hidden units x padded_channels */
-    int cluster_m;        /* fused_wgmma: blocks of a cluster along the rows (1 or 2), each
-                           * owning its own tiles; the cluster reads every weight item once
-                           * (TMA multicast) and frees a ring stage when all its blocks
-                           * have released it; 1 for other modes */
     int smem_bytes;       /* dynamic shared memory of one block */
     int x_prefetch;       /* double-buffer X across a block's tiles */
     int split_w2;         /* W2/b2 in their own cp.async group */
@@ -148,11 +144,6 @@ typedef struct rf_kernel_spec {
 static inline int rf_kernel_spec_threads(const rf_kernel_spec_t *k) {
     int producer = k->mode == RF_KERNEL_FUSED_WGMMA && k->w1_block > 0 ? 128 : 0;
     return 32 * k->warps_m * k->warps_n + producer;
-}
-
-/* Blocks of a cluster along the rows, each with its own tiles (cluster_m; 1 when unset). */
-static inline int rf_kernel_spec_cluster_m(const rf_kernel_spec_t *k) {
-    return k->cluster_m > 1 ? k->cluster_m : 1;
 }
 
 /* Blocks that share one row tile (cluster_h; 1 for a spec that leaves it unset). */

@@ -23,7 +23,6 @@ static void write_kernel(rf_json_writer_t *w, const rf_kernel_spec_t *k) {
     rf_json_key_int(w, "weight_buffers", k->weight_buffers);
     rf_json_key_int(w, "x_stages", k->x_stages);
     rf_json_key_int(w, "cluster_h", k->cluster_h);
-    rf_json_key_int(w, "cluster_m", rf_kernel_spec_cluster_m(k));
     rf_json_key_int(w, "w1_block", k->w1_block);
     rf_json_key_int(w, "w2_block", k->w2_block);
     rf_json_key_int(w, "smem_bytes", k->smem_bytes);

@@ -19,11 +19,7 @@
  *
  * The weights are resident (every chunk its own buffer, loaded once per block:
  * weight_buffers = chunks) when they fit next to an X buffer, else streamed through a
- * ring of 2..4 chunk buffers (weight_buffers < chunks), every tile re-reading them. With
- * two warpgroups along the channels the ring holds items (blocks of a chunk: the blocked
- * ring, w1_block > 0), a producer warpgroup of its own issues the loads, and from two
- * tiles on two neighbouring blocks form a cluster (cluster_m = 2) that reads each item
- * once and multicasts it to both.
+ * ring of 2..4 chunk buffers (weight_buffers < chunks), every tile re-reading them.
  *
  * Shared memory, in the kernel's allocation order (every TMA / wgmma buffer 1 KB
  * aligned, the 128-byte swizzle's period):
@@ -276,11 +272,6 @@ rf_status_t rf_kernel_geometry_hopper(int channels, int hidden, int64_t rows, in
         return reject(channels, hidden, why);
     }
 planned:
-    /* the blocked ring streams every weight item through every block: two neighbouring
-     * blocks (each with its own tiles) form a cluster that reads each item from L2 once
-     * and multicasts it to both (at 8192x512x2048 every block otherwise re-reads the
-     * same 4 MB per tile; notes/kernels.md) */
-    k.cluster_m = k.w1_block > 0 && tiles >= 2 ? 2 : 1;
     snprintf(k.name, sizeof k.name, "rf_c%d_h%d_fused_wgmma_t%d%s", channels, hidden, k.tile_rows,
              k.cluster_h > 1 ? "_pair" : "");
     *out = k;

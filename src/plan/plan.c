@@ -85,11 +85,9 @@ rf_status_t rf_target_lookup(const char *name, rf_target_t *out) {
 }
 
 int32_t rf_plan_grid(const rf_plan_t *p, const rf_kernel_spec_t *k, int64_t rows) {
-    /* a cluster of cluster_h blocks owns each tile, or a cluster of cluster_m blocks owns
-     * cluster_m neighbouring tiles (one each): the grid counts clusters, then blocks */
-    int64_t cm = rf_kernel_spec_cluster_m(k);
-    int64_t ch = rf_kernel_spec_blocks_per_tile(k) * cm;
-    int64_t tiles = ((rows + k->tile_rows - 1) / k->tile_rows + cm - 1) / cm;
+    /* a cluster of cluster_h blocks owns each tile: the grid counts clusters, then blocks */
+    int64_t ch = rf_kernel_spec_blocks_per_tile(k);
+    int64_t tiles = (rows + k->tile_rows - 1) / k->tile_rows;
     int64_t cap = (int64_t)p->target.sm_count * (k->blocks_per_sm > 0 ? k->blocks_per_sm : 1);
     if (p->max_grid > 0 && cap > p->max_grid)
         cap = p->max_grid;

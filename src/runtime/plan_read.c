@@ -81,7 +81,6 @@ static rf_status_t read_kernel(const reader_t *r, const cJSON *o, int i, rf_kern
         (st = get_int(r, o, w, "smem_bytes", 0, 1 << 24, &k->smem_bytes)) ||
         (st = get_int(r, o, w, "x_stages", 0, 16, &k->x_stages)) ||
         (st = get_int(r, o, w, "cluster_h", 1, 2, &k->cluster_h)) ||
-        (st = get_int(r, o, w, "cluster_m", 1, 2, &k->cluster_m)) ||
         (st = get_int(r, o, w, "registers", 0, 255, &k->registers)) ||
         (st = get_int(r, o, w, "blocks_per_sm", 1, 1024, &k->blocks_per_sm)))
         return rf_status_annotate(st, "in %s", r->path);

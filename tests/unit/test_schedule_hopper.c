@@ -67,11 +67,8 @@ static void test_golden(void) {
     rf_kernel_spec_t k;
     CHECK_OK(rf_kernel_geometry_hopper(512, 2048, 8192, 0, -1, &t, &k));
     CHECK(k.w1_block == 128 && k.w2_block == 32 && rf_hopper_stage_bytes(&k) == 32768);
-    CHECK(k.cluster_m == 2 && rf_kernel_spec_threads(&k) == 384); /* multicast, producer */
     CHECK_OK(rf_kernel_geometry_hopper(264, 1000, 50000, 0, -1, &t, &k));
     CHECK(k.w1_block == 64 && k.w2_block == 16 && rf_hopper_stage_bytes(&k) == 16384);
-    CHECK_OK(rf_kernel_geometry_hopper(512, 2048, 64, 0, -1, &t, &k)); /* one tile: no pair */
-    CHECK(k.w1_block > 0 && k.cluster_m == 1);
     CHECK_OK(rf_kernel_geometry_hopper(320, 4096, 50000, 0, -1, &t, &k));
     CHECK(k.w1_block == 64 && k.w2_block == 16);
     CHECK_OK(rf_kernel_geometry_hopper(128, 512, 8448, 0, -1, &t, &k));
@@ -176,13 +173,6 @@ static void test_plan(void) {
     rf_kernel_spec_t one = *k;
     one.blocks_per_sm = 1; /* 66 pairs fit; 1000 tiles balanced: 16 each, 63 pairs */
     CHECK(rf_plan_grid(&p, &one, 64 * 1000) == 126);
-    /* a cluster along the rows owns two neighbouring tiles, one per block: 8192 rows are
-     * 64 pairs of 64-row tiles; 9000 rows 71 pairs over at most 66 clusters, balanced: 2
-     * pairs each, 36 clusters; 100 rows 1 pair */
-    rf_kernel_spec_t mc = one;
-    mc.cluster_h = 1, mc.cluster_m = 2;
-    CHECK(rf_plan_grid(&p, &mc, 8192) == 128 && rf_plan_grid(&p, &mc, 9000) == 72 &&
-          rf_plan_grid(&p, &mc, 100) == 2);
     CHECK(p.schedule != RF_SCHEDULE_PERSISTENT_WGMMA); /* auto does not choose it (yet) */
     /* a package whose widths TMA cannot stride: the schedule is out, the plan says why */
     o.rows = 17;
