@@ -481,6 +481,15 @@ class WgmmaMlpKernel:
             if cutlass.const_expr(p.producer_wg):
                 cute.arch.warpgroup_reg_dealloc(PRODUCER_REGS)
                 if warp == 4 * self.n_cwg:
+                    # the blocks share out the weight items of one pass (item u by block
+                    # u mod grid) and prefetch them into L2 first: whatever ran before
+                    # this kernel may have evicted them, and the ring looks only two
+                    # items ahead, too little to hide a miss to HBM on every item
+                    npass = p.nchunks * (p.items[0] + p.items[1])
+                    if n_my > 0:
+                        with cute.arch.elect_one():
+                            for u in cutlass.range(bid, npass, nblk, unroll=1):
+                                self.prefetch_item(tma_w1, tW1g, tma_w2, tW2g, u)
                     for _ in cutlass.range(n_w, unroll=1):
                         self.load_w(w_pipe, wp, tma_w1, tW1s, tW1g, tma_w2, tW2s, tW2g, rank)
                         wp.advance()
@@ -869,6 +878,21 @@ class WgmmaMlpKernel:
             for n in cutlass.range_constexpr(p.wg_n):
                 g = tW2g[n][(None, j * i2 + v - i1)]
                 cute.copy(tma_w2, g, tW2s[n][(None, wp.index)], tma_bar_ptr=bar)
+
+    @cute.jit
+    def prefetch_item(self, tma_w1, tW1g, tma_w2, tW2g, u):
+        """Blocked ring: L2 prefetch (cp.async.bulk.prefetch.tensor) of item u of a pass,
+        every warpgroup's part (load_item's sequence)."""
+        p = self.p
+        i1, i2 = p.items
+        j = u // (i1 + i2)
+        v = u - j * (i1 + i2)
+        if v < i1:
+            for n in cutlass.range_constexpr(p.wg_n):
+                cute.prefetch(tma_w1, tW1g[n][(None, j * p.wg_n + n, v)])
+        else:
+            for n in cutlass.range_constexpr(p.wg_n):
+                cute.prefetch(tma_w2, tW2g[n][(None, j * i2 + v - i1)])
 
     @cute.jit
     def load_w(self, w_pipe, wp, tma_w1, tW1s, tW1g, tma_w2, tW2s, tW2g, rank):
