@@ -17,6 +17,9 @@ With --regret N: the scheduler's out-of-sample shapes instead (tests/gpu/regret.
             these show what the scheduler's choice does where only cuBLASLt could run)
   few       few row tiles, where persistent-wgmma runs a block pair per tile: rows
             65..4224 (2..66 tiles of 64), C 32..256, H 64..1024
+  blocked   the blocked weight ring (C over two warpgroups, streamed weights): rows
+            2k..40k, C 264..512, H 512..2048; up to 40 GFLOP (the bench's reference is
+            multithreaded; the GPU check's shapes stay small)
 With --only REGIME all N shapes come from that one regime (any N >= 1).
 The draw is log-uniform within each regime's ranges. The GPU check computes the CPU
 reference of every shape (~6-14 s per GFLOP on one core), so FLOPs are capped: 1.5 GFLOP
@@ -60,6 +63,7 @@ DEV_SHAPES = {
 FLOP_CAP = 1.5e9
 CROSSOVER = (2.6e9, 3.5e9)  # above the scheduler's ~2.5 GFLOP line (src/compile/schedule.c)
 WIDE_CAP = 1.0e9
+BLOCKED_CAP = 40e9
 
 # regime: (rows range, C range, H range), ranges inclusive
 REGIMES = {
@@ -70,6 +74,7 @@ REGIMES = {
     "any": ((1, 500_000), (8, 1024), (8, 2048)),
     "wide": ((1, 2000), (1025, 2048), (8, 2048)),
     "few": ((65, 4224), (32, 256), (64, 1024)),
+    "blocked": ((2000, 40_000), (264, 512), (512, 2048)),
 }
 
 
@@ -113,7 +118,9 @@ def regret_shapes(
                 c, h = (-(-v // align) * align for v in (c, h))
             flops = 4.0 * rows * c * h
             lo, hi = (
-                CROSSOVER if base != regime else (0.0, WIDE_CAP if regime == "wide" else FLOP_CAP)
+                CROSSOVER
+                if base != regime
+                else (0.0, {"wide": WIDE_CAP, "blocked": BLOCKED_CAP}.get(regime, FLOP_CAP))
             )
             if lo <= flops <= hi and (rows, c, h) not in seen:
                 break
