@@ -88,10 +88,13 @@ void rf_compile_options_default(rf_compile_options_t *options);
 int rf_schedule_grid_balanced(rf_schedule_t schedule);
 
 /* What the planner knows of one schedule at a shape: whether its kernels fit, and their
- * row tile (0: unknown, then the cost assumes every SM busy). */
+ * row tile (0: unknown, then the cost assumes every SM busy); for persistent-wgmma with
+ * the blocked weight ring (w1_block > 0) the padded widths and the item width, which its
+ * own cost line needs (rf_schedule_blocked_cost_us). */
 typedef struct rf_schedule_fit {
     int available;
     int tile_rows;
+    int w1_block, padded_channels, padded_hidden; /* 0 unless the blocked ring */
 } rf_schedule_fit_t;
 
 /* The scheduler: the schedule "auto" stands for at this shape on this target, and why
@@ -106,6 +109,11 @@ rf_schedule_t rf_schedule_choose(int64_t rows, int64_t channels, int64_t hidden,
  * so. The cost lines assume kernels that keep their accumulators in registers. */
 #define RF_SPILL_LOCAL_OPS 100
 void rf_schedule_rechoose_spills(rf_plan_t *plan);
+/* persistent-wgmma's cost line when its kernel runs the blocked weight ring: steps of one
+ * tile per SM, each 4 x tile_rows x padded_channels x padded_hidden FLOPs at the rate of
+ * its item width (w1_block 128 or 64 channels). */
+double rf_schedule_blocked_cost_us(int64_t rows, int tile_rows, int padded_channels,
+                                   int padded_hidden, int w1_block, int sm_count);
 /* The fit of every schedule of a plan whose kernels are decided. */
 void rf_schedule_fits(const rf_plan_t *plan, rf_schedule_fit_t fit[RF_SCHEDULE_COUNT]);
 /* The cost model's predicted GPU span of schedule s at this shape, in microseconds, with

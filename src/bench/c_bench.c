@@ -308,7 +308,7 @@ static rf_status_t rf_bench_write_json(FILE *f, const rf_bench_c_options_t *o,
     for (int i = 0; i < nvars; i++)
         if (vars[i].selected)
             rf_bench_json_variant(&w, &vars[i], timing_of[i] >= 0 ? &timings[timing_of[i]] : NULL,
-                              o->tol.step_fraction);
+                                  o->tol.step_fraction);
     rf_json_array_end(&w);
     rf_json_object_end(&w);
     rf_json_array_end(&w);

@@ -38,7 +38,7 @@ int rf_cmd_schedule(int argc, char **argv) {
         return rf_cli_report("schedule", st);
     if (st) { /* no rowfuse kernel fits: the choice is still defined (the vendor baseline) */
         rf_status_free(st);
-        rf_schedule_fit_t none[RF_SCHEDULE_COUNT] = {{0, 0}};
+        rf_schedule_fit_t none[RF_SCHEDULE_COUNT] = {{0}};
         char reason[256];
         rf_schedule_t s =
             rf_schedule_choose(v[0], v[1], v[2], &plan.target, none, reason, sizeof reason);

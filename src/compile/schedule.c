@@ -41,6 +41,25 @@ static const struct {
     [RF_SCHEDULE_CUBLASLT] = {6.95, 1455, 2.34, 1},
 };
 
+/* The blocked ring's own line (persistent-wgmma at C > 256 with streamed weights), fitted
+ * to GPU spans from `rowfuse bench --c` (every variant interleaved, or with cuBLASLt: the
+ * L2 as other kernels leave it) at eight shapes: 8192x512x2048 and 20000x384x1536, and a
+ * seeded random set of the regime (tests/gpu/shapes.py --regret 6 --align 8 --only blocked
+ * --seed 2042). The fixed cost is persistent-wgmma's; the two per-FLOP costs were fitted
+ * by least squares on relative error; each shape left out in turn was predicted within
+ * 22% (median 11%; notes/kernels.md, "the scheduler's line for the blocked ring"). */
+#define RF_BLOCKED_US_PER_MFLOP_128 0.2321 /* items of 128 channels of W1 */
+#define RF_BLOCKED_US_PER_MFLOP_64 0.3040  /* items of 64 (C an odd multiple of 64) */
+
+double rf_schedule_blocked_cost_us(int64_t rows, int tile_rows, int padded_channels,
+                                   int padded_hidden, int w1_block, int sm_count) {
+    double tiles = ceil((double)rows / (tile_rows > 0 ? tile_rows : 64));
+    double steps = ceil(tiles / (sm_count > 0 ? sm_count : 1)); /* tiles per busiest block */
+    double mflop_tile = 4.0 * tile_rows * padded_channels * (double)padded_hidden * 1e-6;
+    double per = w1_block >= 128 ? RF_BLOCKED_US_PER_MFLOP_128 : RF_BLOCKED_US_PER_MFLOP_64;
+    return rf_cost[RF_SCHEDULE_PERSISTENT_WGMMA].fixed_us + steps * mflop_tile * per;
+}
+
 double rf_schedule_cost_us(rf_schedule_t s, int64_t rows, int64_t channels, int64_t hidden,
                            int tile_rows, int sm_count) {
     double m = (double)rows, c = (double)channels, h = (double)hidden;
@@ -65,8 +84,12 @@ rf_schedule_t rf_schedule_choose(int64_t rows, int64_t channels, int64_t hidden,
     for (int s = 0; s < RF_SCHEDULE_COUNT; s++) {
         if (s == RF_SCHEDULE_CUBLASLT || (fit && !fit[s].available))
             continue;
-        double t = rf_schedule_cost_us((rf_schedule_t)s, rows, channels, hidden,
-                                       fit ? fit[s].tile_rows : 0, target->sm_count);
+        double t = fit && s == RF_SCHEDULE_PERSISTENT_WGMMA && fit[s].w1_block > 0
+                       ? rf_schedule_blocked_cost_us(rows, fit[s].tile_rows, fit[s].padded_channels,
+                                                     fit[s].padded_hidden, fit[s].w1_block,
+                                                     target->sm_count)
+                       : rf_schedule_cost_us((rf_schedule_t)s, rows, channels, hidden,
+                                             fit ? fit[s].tile_rows : 0, target->sm_count);
         if (t < t_best) {
             t_next = t_best;
             next = best;
@@ -100,6 +123,10 @@ void rf_schedule_fits(const rf_plan_t *p, rf_schedule_fit_t fit[RF_SCHEDULE_COUN
         const rf_kernel_spec_t *k = ps->kernel_count > 0 ? &p->kernels[ps->kernel[0]] : NULL;
         fit[s].tile_rows =
             ps->available && k ? k->tile_rows / rf_kernel_spec_blocks_per_tile(k) : 0;
+        int blocked = ps->available && k && k->mode == RF_KERNEL_FUSED_WGMMA && k->w1_block > 0;
+        fit[s].w1_block = blocked ? k->w1_block : 0;
+        fit[s].padded_channels = blocked ? k->padded_channels : 0;
+        fit[s].padded_hidden = blocked ? k->padded_hidden : 0;
     }
 }
 

@@ -6,6 +6,7 @@
  * and the plan:
  * the schedule is in every package it fits, unavailable with the reason otherwise, and
  * chosen only by name. */
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -174,6 +175,22 @@ static void test_plan(void) {
     one.blocks_per_sm = 1; /* 66 pairs fit; 1000 tiles balanced: 16 each, 63 pairs */
     CHECK(rf_plan_grid(&p, &one, 64 * 1000) == 126);
     CHECK(p.schedule != RF_SCHEDULE_PERSISTENT_WGMMA); /* auto does not choose it (yet) */
+    /* the blocked ring's own cost line: one step of 64-row tiles at 8192 rows, 268 MFLOP
+     * per tile at 0.2321 us per MFLOP plus the fixed 2.67 us; auto picks it over cuBLASLt
+     * there (measured 65.8 against 71.8 us) and leaves cuBLASLt where it measured faster */
+    double t = rf_schedule_blocked_cost_us(8192, 64, 512, 2048, 128, 132);
+    CHECK(fabs(t - (2.67 + 4.0 * 64 * 512 * 2048 * 1e-6 * 0.2321)) < 1e-9);
+    CHECK(rf_schedule_blocked_cost_us(8192 * 2, 64, 512, 2048, 128, 132) > 2 * t - 3.0);
+    CHECK(rf_schedule_blocked_cost_us(8192, 64, 512, 2048, 64, 132) > t); /* 64-ch items */
+    rf_compile_options_t ob;
+    rf_plan_t pb;
+    rf_compile_options_default(&ob);
+    ob.rows = 8192;
+    CHECK_OK(rf_compile_plan(512, 2048, &ob, &pb));
+    CHECK(pb.schedule == RF_SCHEDULE_PERSISTENT_WGMMA);
+    ob.rows = 3142;
+    CHECK_OK(rf_compile_plan(288, 1872, &ob, &pb));
+    CHECK(pb.schedule == RF_SCHEDULE_CUBLASLT);
     /* a package whose widths TMA cannot stride: the schedule is out, the plan says why */
     o.rows = 17;
     CHECK_OK(rf_compile_plan(36, 80, &o, &p));
