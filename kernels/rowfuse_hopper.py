@@ -39,7 +39,14 @@ consumer warpgroup along M) from the first projection to the last:
 
 The producer is one elected thread of warp 0 issuing the loads in line: `x_stages` X
 tiles and `w_stages` chunks ahead, each refilled as soon as every consumer warp has
-released it. Shared memory is allocated exactly as src/compile/tiling_hopper.c counts it.
+released it. The blocked ring has a producer warpgroup of its own instead (the block's
+third; `setmaxnreg` 40 for it, 232 for the consumers): its first warp streams the weight
+items, its second the X tiles, so the consumers never wait for each other to refill the
+ring. Before its first load it prefetches into L2 the weight items of one pass that fall
+to its block (item u by block u mod grid): a kernel that ran before may have evicted
+them, and the ring looks too few items ahead to hide a miss to HBM on each
+(notes/kernels.md, 2026-12-04). Shared memory is allocated exactly as
+src/compile/tiling_hopper.c counts it.
 """
 
 from __future__ import annotations

@@ -65,8 +65,10 @@ def _check_machine_code(pkg, k: dict, f: dict) -> None:
             ("--hidden-split", "off"),
             dict(hidden_chunk=128, weight_buffers=3, x_stages=1, cluster_h=1),
         ),
-        # C split over two warpgroups (H in shared memory; C padded to 320), H = 520
-        ("100x272x520", (), dict(threads=256, warps_n=2, padded_channels=320, cluster_h=1)),
+        # C split over two warpgroups (H in shared memory; C padded to 320), H = 520: the
+        # weights stream through the blocked ring, whose producer has a warpgroup of its
+        # own (2 x 128 consumer threads + 128)
+        ("100x272x520", (), dict(threads=384, warps_n=2, padded_channels=320, cluster_h=1)),
         # C over two warpgroups with streamed weights: the blocked ring (C padded to 320, an
         # odd multiple of 64: W1 items of 64 channels, W2 items of 16 hidden units; chunks
         # of 128, the last one partial)
