@@ -270,15 +270,35 @@ def build_variants(args, shape, dev, cpu_inputs, ref=None):
         return torch.empty(rows, channels, dtype=torch.float32, device=dev)
 
     out.append(Variant("empty", VARIANTS[0][1], triton_fused.empty, None))
+    # --variants: only the named peers (the floor always), so that what runs before each
+    # observation is one of them
+    chosen = set(args.variants.split(",")) if getattr(args, "variants", None) else None
 
-    y = ybuf()
-    out.append(
-        Variant(
-            "torch-eager", VARIANTS[1][1], lambda y=y: torch_eager_block(x, w1, b1, w2, b2, y), y
+    def wanted(name):
+        return chosen is None or name in chosen
+
+    if wanted("torch-eager"):
+        y = ybuf()
+        out.append(
+            Variant(
+                "torch-eager",
+                VARIANTS[1][1],
+                lambda y=y: torch_eager_block(x, w1, b1, w2, b2, y),
+                y,
+            )
         )
-    )
+    if wanted("torch-compile"):
+        out.append(_compile_variant(args, x, w1, b1, w2, b2, ybuf()))
+    if wanted("triton-fused"):
+        out.append(_triton_variant(x, w1, b1, w2, b2, ybuf(), ref, shape))
+    return out
 
-    y = ybuf()
+
+def _compile_variant(args, x, w1, b1, w2, b2, y):
+    """torch.compile of the block, the faster of two fresh compiles."""
+    from rowfuse import triton_fused
+
+    rows, channels = y.shape
     t0 = time.perf_counter()
     compiled, rec = compile_twice(
         args.compile_mode, (x, w1, b1, w2, b2, y), triton_fused.time_graph_us
@@ -297,10 +317,15 @@ def build_variants(args, shape, dev, cpu_inputs, ref=None):
         )
     v.result["compile_s"] = round(time.perf_counter() - t0, 2)
     v.result["tuning"] = rec
-    progress(f"{rows}x{channels}x{hidden}: torch-compile: {v.note} ({rec['compiles']})")
-    out.append(v)
+    progress(f"{rows}x{channels}: torch-compile: {v.note} ({rec['compiles']})")
+    return v
 
-    y = ybuf()
+
+def _triton_variant(x, w1, b1, w2, b2, y, ref, shape):
+    """The hand-written Triton fused kernel, autotuned for the shape."""
+    from rowfuse import triton_fused
+
+    rows, channels, hidden = shape
     try:
         rec = triton_fused.tune(x, w1, b1, w2, b2, y, ref=ref)
         cfg = triton_fused.chosen_config(rec)
@@ -316,8 +341,7 @@ def build_variants(args, shape, dev, cpu_inputs, ref=None):
     except Exception as e:
         v = Variant("triton-fused", VARIANTS[3][1], None, None, note=f"tuning failed: {e}")
     progress(f"{rows}x{channels}x{hidden}: triton-fused: {v.note}")
-    out.append(v)
-    return out
+    return v
 
 
 # ---------------------------------------------------------------- capture, check, time
@@ -589,6 +613,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--b2b-samples", type=int, default=20)
     p.add_argument("--span-replays", type=int, default=20)
     p.add_argument("--compile-mode", default="max-autotune-no-cudagraphs")
+    p.add_argument(
+        "--variants",
+        help="comma-separated peers to time (the floor always): " + ", ".join(VARIANT_NAMES[1:]),
+    )
     p.add_argument("-o", "--output", help="JSON output path")
     p.add_argument("--markdown", help="also write the markdown table here")
     return p
@@ -606,6 +634,12 @@ def main(argv=None) -> int:
         raise SystemExit(f"rowfuse.bench: {e}") from e
     if args.rounds < 1 or args.obs < 1 or args.span_replays < 1 or args.b2b_replays < 1:
         raise SystemExit("rowfuse.bench: rounds, obs, span and b2b replays must be >= 1")
+    unknown = set((args.variants or "").split(",")) - set(VARIANT_NAMES[1:]) - {""}
+    if unknown:
+        raise SystemExit(
+            f"rowfuse.bench: --variants: unknown {', '.join(sorted(unknown))} "
+            f"(known: {', '.join(VARIANT_NAMES[1:])})"
+        )
     doc = run(args)
     from rowfuse import report
 

@@ -114,6 +114,11 @@ def test_cli_rejects_missing_shape():
         bench.main(["--rows", "49"])
 
 
+def test_cli_rejects_unknown_variant():
+    with pytest.raises(SystemExit, match="unknown cublas .known: torch-eager, torch-compile"):
+        bench.main(["--shapes", "49x48x96", "--variants", "triton-fused,cublas"])
+
+
 def test_torch_binding_rejects_bad_inputs_without_a_gpu():
     torch = pytest.importorskip("torch")
     from rowfuse import torch as rt

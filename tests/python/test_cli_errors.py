@@ -82,6 +82,13 @@ def test_usage_errors():
     assert rowfuse("frobnicate").returncode == 2
     assert rowfuse("verify").returncode == 2
     assert rowfuse("run", "m.onnx").returncode == 2
+    # a schedule name bench --c does not know, named with the known ones, before any GPU
+    _one_line_error(
+        rowfuse("bench", "pkg", "--c", "--variants", "persistent-wgmma,fastest"),
+        "--variants",
+        "unknown schedule 'fastest'",
+        "persistent-smem",
+    )
 
 
 @pytest.mark.parametrize(
