@@ -870,9 +870,7 @@ class WgmmaMlpKernel:
         every warpgroup's part; the full barrier expects that item's bytes."""
         p = self.p
         i1, i2 = p.items
-        u = wp.count % (p.nchunks * (i1 + i2))
-        j = u // (i1 + i2)
-        v = u - j * (i1 + i2)
+        j, v = self.item_of(wp.count % (p.nchunks * (i1 + i2)))
         self.wait(w_pipe.sync_object_empty.get_barrier(wp.index), wp.phase)
         bar = w_pipe.producer_get_barrier(wp)
         if v < i1:
@@ -886,14 +884,20 @@ class WgmmaMlpKernel:
                 g = tW2g[n][(None, j * i2 + v - i1)]
                 cute.copy(tma_w2, g, tW2s[n][(None, wp.index)], tma_bar_ptr=bar)
 
+    def item_of(self, u):
+        """Item u of one pass of the blocked ring: (chunk j, its item v), v < items[0] a
+        W1 item (channel block v), else W2 item v - items[0] (a hidden block)."""
+        per = self.p.items[0] + self.p.items[1]
+        j = u // per
+        return j, u - j * per
+
     @cute.jit
     def prefetch_item(self, tma_w1, tW1g, tma_w2, tW2g, u):
         """Blocked ring: L2 prefetch (cp.async.bulk.prefetch.tensor) of item u of a pass,
         every warpgroup's part (load_item's sequence)."""
         p = self.p
         i1, i2 = p.items
-        j = u // (i1 + i2)
-        v = u - j * (i1 + i2)
+        j, v = self.item_of(u)
         if v < i1:
             for n in cutlass.range_constexpr(p.wg_n):
                 cute.prefetch(tma_w1, tW1g[n][(None, j * p.wg_n + n, v)])

@@ -288,17 +288,17 @@ def build_variants(args, shape, dev, cpu_inputs, ref=None):
             )
         )
     if wanted("torch-compile"):
-        out.append(_compile_variant(args, x, w1, b1, w2, b2, ybuf()))
+        out.append(_compile_variant(args, x, w1, b1, w2, b2, ybuf(), shape))
     if wanted("triton-fused"):
         out.append(_triton_variant(x, w1, b1, w2, b2, ybuf(), ref, shape))
     return out
 
 
-def _compile_variant(args, x, w1, b1, w2, b2, y):
+def _compile_variant(args, x, w1, b1, w2, b2, y, shape):
     """torch.compile of the block, the faster of two fresh compiles."""
     from rowfuse import triton_fused
 
-    rows, channels = y.shape
+    rows, channels, hidden = shape
     t0 = time.perf_counter()
     compiled, rec = compile_twice(
         args.compile_mode, (x, w1, b1, w2, b2, y), triton_fused.time_graph_us
@@ -317,7 +317,7 @@ def _compile_variant(args, x, w1, b1, w2, b2, y):
         )
     v.result["compile_s"] = round(time.perf_counter() - t0, 2)
     v.result["tuning"] = rec
-    progress(f"{rows}x{channels}: torch-compile: {v.note} ({rec['compiles']})")
+    progress(f"{rows}x{channels}x{hidden}: torch-compile: {v.note} ({rec['compiles']})")
     return v
 
 
