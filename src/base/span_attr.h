@@ -1,4 +1,4 @@
-/* GPU span per timed observation from kernel activity records (BENCHMARKING.md (c)).
+/* GPU span per timed observation from kernel activity records (docs/benchmarking.md (c)).
  *
  * The C bench records CUPTI kernel activity during the very observations it times (event
  * interval and host completion), so one observation = one graph replay gives one GPU span:

@@ -3,7 +3,7 @@
  * The harness keeps every observation (microseconds, doubles) and reports the median and
  * the 10th/90th percentiles. Quantiles interpolate linearly between closest ranks at
  * position q*(n-1) (numpy's default, "type 7"), the same definition as the Python side
- * (rowfuse.bench.quantile), so C and Python numbers mean the same thing.
+ * (rowfuse.bench.harness.quantile), so C and Python numbers mean the same thing.
  *
  * The median's uncertainty is a percentile bootstrap (rf_bench_median_interval).
  *
@@ -33,7 +33,7 @@ typedef struct rf_bench_summary {
 
 #define RF_BENCH_BOOTSTRAP 1000
 
-/* Two medians are a tie when their bootstrap intervals overlap (BENCHMARKING.md). */
+/* Two medians are a tie when their bootstrap intervals overlap (docs/benchmarking.md). */
 int rf_bench_summary_tie(const rf_bench_summary_t *a, const rf_bench_summary_t *b);
 
 /* Quantile q in [0, 1] of `n` ascending values (n >= 1). No checks: internal use. */

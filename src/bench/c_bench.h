@@ -1,4 +1,4 @@
-/* `rowfuse bench PKGDIR --c`: the benchmark of BENCHMARKING.md run from a C host.
+/* `rowfuse bench PKGDIR --c`: the benchmark of docs/benchmarking.md run from a C host.
  *
  * Loads a package made by `rowfuse compile`, makes fresh random inputs and weights for
  * (rows, channels, hidden) from the seed, and measures, in one process, the empty-kernel
@@ -9,7 +9,7 @@
  * the observations' graphs fails the run (after the JSON, which names the reason, is
  * written). After the variants, the copy and GEMM ceilings (ceilings.c) are measured. The
  * result is written as JSON, schema rowfuse-bench/1 with tool "c", the same schema as
- * `python -m rowfuse.bench`, so `rowfuse.report` merges both.
+ * `python -m rowfuse.bench`, so `rowfuse.bench.report` merges both.
  *
  * The library does not print: progress lines go to the caller's callback (may be NULL).
  * A variant that cannot be built or fails its check is recorded with its error and the
@@ -48,7 +48,7 @@ typedef struct rf_bench_c_options {
     void *progress_ctx;
 } rf_bench_c_options_t;
 
-/* Fills the defaults of BENCHMARKING.md: 5 rounds x 200 (GPU span from CUPTI over those
+/* Fills the defaults of docs/benchmarking.md: 5 rounds x 200 (GPU span from CUPTI over those
  * same graph observations, attributed by correlation id), a control round of 200 per
  * variant without CUPTI, 50 replays x 20 b2b samples, rf_mlp_tolerance_default(). With
  * timing.span = 0 CUPTI is not even loaded. */

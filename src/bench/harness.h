@@ -1,4 +1,4 @@
-/* The C bench's timing loop (BENCHMARKING.md): interleaved rounds of CUDA-event interval
+/* The C bench's timing loop (docs/benchmarking.md): interleaved rounds of CUDA-event interval
  * and host completion per launch, the GPU span of each of those same graph replays from
  * CUPTI kernel activity records, and back-to-back replays.
  *

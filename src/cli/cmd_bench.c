@@ -1,11 +1,11 @@
 /* `rowfuse bench PKGDIR --c [--rows N] [--seed S] [--rounds R] [--obs K] [--tol T]
  *  [--control-obs K] [--no-span] [--span-attribution correlation|order] [--git-rev REV]
- *  [-o out.json]`: the benchmark of BENCHMARKING.md from a C host (the
+ *  [-o out.json]`: the benchmark of docs/benchmarking.md from a C host (the
  * empty floor, the package's schedules and cuBLASLt; see src/bench/c_bench.h). Progress
  * lines go to stderr, the JSON to -o (default stdout). The GPU span comes from CUPTI over
  * the timed graph observations; --control-obs sets the control round without CUPTI (0:
  * none), --no-span keeps CUPTI off altogether. The Python variants (PyTorch,
- * torch.compile, Triton) are `python -m rowfuse.bench`; `python -m rowfuse.report`
+ * torch.compile, Triton) are `python -m rowfuse.bench`; `python -m rowfuse.bench.report`
  * merges both. Built without CUDA, the command says so. */
 #include <errno.h>
 #include <stdint.h>
