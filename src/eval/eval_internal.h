@@ -13,7 +13,7 @@
 #define RF_EVAL_SCHEMA "rowfuse-eval/1"
 #define RF_EVAL_Z95 1.959963984540054 /* standard normal quantile at 0.975 */
 
-/* ---- tables (eval_table.c, eval_csv.c, eval_npz.c) ---- */
+/* ---- tables (eval_table.c, eval_cells.c, eval_csv.c, eval_npz.c) ---- */
 
 /* A slice column under construction: distinct values interned in a hash table, one code
  * per row appended in order. */
@@ -104,7 +104,8 @@ rf_status_t rf_eval_gpu_block(rf_allocator_t allocator, const char *package_dir,
                               const rf_eval_block_t *block, const double *x, int64_t rows,
                               float *out_y, rf_eval_gpu_info_t *out_info);
 
-/* ---- the report (eval.c, eval_groups.c, eval_json.c, eval_md.c) ---- */
+/* ---- the report (eval_report.c; filled by eval.c and eval_groups.c, written by eval_json.c
+ * and eval_md.c) ---- */
 
 typedef enum rf_eval_where {
     RF_EVAL_WHERE_CPU = 0,

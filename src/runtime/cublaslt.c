@@ -724,7 +724,8 @@ rf_status_t rf_variant_create_cublaslt(rf_allocator_t a, int64_t channels, int64
     v->kernels_exact = 0;
     st = lt_init(v);
     if (st) {
-        rf_variant_destroy(v);
+        lt_destroy(v); /* what lt_init made; the variant itself is ours until returned */
+        rf_free(a, v);
         return rf_status_annotate(st, "while creating the cuBLASLt variant (%lldx%lld)",
                                   (long long)channels, (long long)hidden);
     }

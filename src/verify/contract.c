@@ -1,11 +1,51 @@
-/* The row contract as JSON (rf_contract_write_json) and as a readable summary for the CLI
+/* The row contract object: its reasons (filled by rows.c), getters and release, and its
+ * two renderings, as JSON (rf_contract_write_json) and as a readable summary for the CLI
  * (rf_contract_print). Both list the same facts: the row dim, the inputs, outputs and
  * weights with shapes and dtypes, the op sequence, and each value's row state and reason. */
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "rowfuse/json.h"
 #include "verify/verify_internal.h"
+
+rf_status_t rf_contract_set_reason(rf_contract_t *c, int value, const char *fmt, ...) {
+    char buf[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    char *s;
+    RF_RETURN_IF_ERROR_PLAIN(rf_arena_strdup(&c->arena, buf, &s));
+    c->reason[value] = s;
+    return RF_OK;
+}
+
+void rf_contract_destroy(rf_contract_t *c) {
+    if (!c)
+        return;
+    rf_allocator_t a = c->allocator;
+    rf_arena_deinit(&c->arena);
+    rf_free(a, c->state);
+    rf_free(a, (void *)c->reason);
+    rf_free(a, c);
+}
+
+int64_t rf_contract_rows(const rf_contract_t *c) {
+    return c ? c->rows : 0;
+}
+
+rf_row_state_t rf_contract_row_state(const rf_contract_t *c, int value) {
+    if (!c || value < 0 || value >= c->n_values)
+        return RF_ROW_CONST;
+    return c->state[value];
+}
+
+const char *rf_contract_reason(const rf_contract_t *c, int value) {
+    if (!c || value < 0 || value >= c->n_values || !c->reason[value])
+        return "";
+    return c->reason[value];
+}
 
 static const char *rf_state_name(rf_row_state_t s) {
     return s == RF_ROW_OWNED ? "row_owned" : "const";

@@ -4,7 +4,6 @@
  * takes a const graph, so it requires rf_graph_infer_shapes to have run and checks that
  * it did rather than inferring on a copy), (c) row ownership (rows.c). On success it
  * returns the contract that the rest of the pipeline reads. */
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -12,10 +11,11 @@
 #include "verify/verify_internal.h"
 
 #define RF_SUPPORTED_OPS                                                                           \
-    "MatMul, Gemm, Add, Sub, Mul, Div, Pow, Relu, Gelu, Sigmoid, Tanh, Erf, Sqrt, Cast, "          \
-    "Constant, Identity, ReduceMean/ReduceSum/ReduceMax over features, LayerNormalization "        \
-    "and Softmax over features, and Reshape/Flatten/Squeeze/Unsqueeze/Transpose/Expand/"           \
-    "Slice/Concat/Gather where they keep rows on axis 0"
+    "MatMul, Gemm, Add, Sub, Mul, Div, Pow, Relu, Gelu, Sigmoid, Tanh, Erf, Sqrt, Reciprocal, "    \
+    "Neg, Exp, Log, Abs, Cast, Constant, Identity, ReduceMean/ReduceSum/ReduceMax over "           \
+    "features, LayerNormalization, RMSNormalization and Softmax over features, and "              \
+    "Reshape/Flatten/Squeeze/Unsqueeze/Transpose/Expand/Slice/Concat/Gather where they keep "     \
+    "rows on axis 0"
 
 static rf_status_t rf_verify_op_set(const rf_graph_t *g) {
     char desc[RF_NODE_DESC_SIZE];
@@ -101,28 +101,6 @@ static rf_status_t rf_verify_shapes(const rf_graph_t *g) {
     return RF_OK;
 }
 
-rf_status_t rf_contract_set_reason(rf_contract_t *c, int value, const char *fmt, ...) {
-    char buf[512];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(buf, sizeof buf, fmt, ap);
-    va_end(ap);
-    char *s;
-    RF_RETURN_IF_ERROR_PLAIN(rf_arena_strdup(&c->arena, buf, &s));
-    c->reason[value] = s;
-    return RF_OK;
-}
-
-void rf_contract_destroy(rf_contract_t *c) {
-    if (!c)
-        return;
-    rf_allocator_t a = c->allocator;
-    rf_arena_deinit(&c->arena);
-    rf_free(a, c->state);
-    rf_free(a, (void *)c->reason);
-    rf_free(a, c);
-}
-
 rf_status_t rf_verify(const rf_graph_t *g, rf_contract_t **out_contract) {
     *out_contract = NULL;
     if (!g)
@@ -159,20 +137,4 @@ rf_status_t rf_verify(const rf_graph_t *g, rf_contract_t **out_contract) {
     }
     *out_contract = c;
     return RF_OK;
-}
-
-int64_t rf_contract_rows(const rf_contract_t *c) {
-    return c ? c->rows : 0;
-}
-
-rf_row_state_t rf_contract_row_state(const rf_contract_t *c, int value) {
-    if (!c || value < 0 || value >= c->n_values)
-        return RF_ROW_CONST;
-    return c->state[value];
-}
-
-const char *rf_contract_reason(const rf_contract_t *c, int value) {
-    if (!c || value < 0 || value >= c->n_values || !c->reason[value])
-        return "";
-    return c->reason[value];
 }

@@ -1,5 +1,6 @@
 /* The contract object and the pieces of the verifier that share it: verify.c (driver, op
- * set, shape re-check), rows.c (row-ownership dataflow) and contract.c (JSON and print). */
+ * set, shape re-check), rows.c (row-ownership dataflow) and contract.c (the object's
+ * reasons, getters and release; JSON and print). */
 #ifndef ROWFUSE_VERIFY_INTERNAL_H
 #define ROWFUSE_VERIFY_INTERNAL_H
 
@@ -21,7 +22,7 @@ struct rf_contract {
  * c->row_input, c->rows, c->state and c->reason. */
 rf_status_t rf_verify_rows(rf_contract_t *c);
 
-/* Formats into the contract's arena. */
+/* Sets value's reason, formatted into the contract's arena (contract.c). */
 rf_status_t rf_contract_set_reason(rf_contract_t *c, int value, const char *fmt, ...)
 #if defined(__GNUC__)
     __attribute__((format(printf, 3, 4)))
