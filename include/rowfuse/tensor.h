@@ -9,7 +9,9 @@
 #ifndef ROWFUSE_TENSOR_H
 #define ROWFUSE_TENSOR_H
 
-#include "rowfuse/graph.h"
+#include "rowfuse/alloc.h"
+#include "rowfuse/status.h"
+#include "rowfuse/types.h"
 
 #ifdef __cplusplus
 extern "C" {

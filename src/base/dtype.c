@@ -1,10 +1,10 @@
-/* Element types and shapes (rowfuse/graph.h's rf_dtype_t and rf_shape_t): names, sizes,
- * element counts and printing. In base because tensors, .npy files and package weights
- * use them without the graph. */
+/* Element types and shapes (rowfuse/types.h): names, sizes, element counts, printing and
+ * comparison. In base because tensors, .npy files and package weights use them without the
+ * graph. */
 #include <stdio.h>
 #include <string.h>
 
-#include "rowfuse/graph.h"
+#include "rowfuse/types.h"
 
 const char *rf_dtype_name(rf_dtype_t dtype) {
     switch (dtype) {
@@ -84,4 +84,13 @@ char *rf_shape_format(const rf_shape_t *shape, char *buf, size_t buf_size) {
     if (used < buf_size)
         snprintf(buf + used, buf_size - used, "]");
     return buf;
+}
+
+int rf_shape_equal(const rf_shape_t *a, const rf_shape_t *b) {
+    if (a->rank != b->rank)
+        return 0;
+    for (int i = 0; i < a->rank; i++)
+        if (a->dims[i] != b->dims[i])
+            return 0;
+    return 1;
 }

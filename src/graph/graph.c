@@ -18,15 +18,6 @@ struct rf_graph {
     size_t n_outputs, cap_outputs;
 };
 
-int rf_shape_equal(const rf_shape_t *a, const rf_shape_t *b) {
-    if (a->rank != b->rank)
-        return 0;
-    for (int i = 0; i < a->rank; i++)
-        if (a->dims[i] != b->dims[i])
-            return 0;
-    return 1;
-}
-
 static const char *const rf_op_names[RF_OP_COUNT_] = {
     [RF_OP_UNKNOWN] = "Unknown",
     [RF_OP_MATMUL] = "MatMul",
