@@ -116,9 +116,6 @@ typedef struct rf_graph rf_graph_t;
 rf_status_t rf_graph_create(rf_allocator_t allocator, rf_graph_t **out_graph);
 void rf_graph_destroy(rf_graph_t *graph);
 
-/* Arena owned by the graph: builders put strings, arrays and constant data here. */
-rf_arena_t *rf_graph_arena(rf_graph_t *graph);
-
 /* Adds a value. name is copied; shape may be NULL (unknown). Names must be unique and
  * non-empty. */
 rf_status_t rf_graph_add_value(rf_graph_t *graph, const char *name, rf_dtype_t dtype,

@@ -150,8 +150,6 @@ rf_status_t rf_variant_create_cublaslt(rf_allocator_t allocator, int64_t channel
 void rf_variant_destroy(rf_variant_t *variant);
 
 const char *rf_variant_name(const rf_variant_t *variant); /* the schedule name */
-int64_t rf_variant_channels(const rf_variant_t *variant);
-int64_t rf_variant_hidden(const rf_variant_t *variant);
 /* Free-form note on how the variant computes (e.g. cuBLASLt's bias types); "" if none. */
 const char *rf_variant_note(const rf_variant_t *variant);
 /* Kernel nodes a capture must hold: at least *out_min and, when *out_exact is 1, exactly

@@ -1,8 +1,8 @@
 /* rowfuse status values: how every fallible function in rowfuse reports failure.
  *
  * A status is a pointer: NULL (RF_OK) means success; anything else is an error object
- * that carries a code, a message and the file/line that made it. Callers add context on
- * the way up with RF_RETURN_IF_ERROR / rf_status_annotate.
+ * that carries a code and a message (and, for a debugger, the file/line that made it).
+ * Callers add context on the way up with RF_RETURN_IF_ERROR / rf_status_annotate.
  *
  * Ownership: a non-NULL status returned to you is yours; free it with rf_status_free()
  * (or pass it on by returning it). rf_status_message() lends a string valid until the
@@ -57,8 +57,6 @@ rf_status_t rf_status_annotate(rf_status_t status, const char *fmt, ...)
 
 rf_code_t rf_status_code(rf_status_t status);
 const char *rf_status_message(rf_status_t status); /* "" for RF_OK */
-const char *rf_status_file(rf_status_t status);
-int rf_status_line(rf_status_t status);
 const char *rf_code_name(rf_code_t code);
 void rf_status_free(rf_status_t status);
 

@@ -78,14 +78,6 @@ const char *rf_status_message(rf_status_t status) {
     return status ? status->message : "";
 }
 
-const char *rf_status_file(rf_status_t status) {
-    return status ? status->file : "";
-}
-
-int rf_status_line(rf_status_t status) {
-    return status ? status->line : 0;
-}
-
 const char *rf_code_name(rf_code_t code) {
     switch (code) {
     case RF_CODE_OK:

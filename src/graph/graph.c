@@ -91,10 +91,6 @@ void rf_graph_destroy(rf_graph_t *g) {
     rf_free(a, g);
 }
 
-rf_arena_t *rf_graph_arena(rf_graph_t *g) {
-    return &g->arena;
-}
-
 int rf_graph_find_value(const rf_graph_t *g, const char *name) {
     /* Linear scan: graphs here have hundreds of values at most. */
     for (size_t i = 0; i < g->n_values; i++)

@@ -57,12 +57,6 @@ void rf_variant_destroy(rf_variant_t *v) {
 const char *rf_variant_name(const rf_variant_t *v) {
     return v->name;
 }
-int64_t rf_variant_channels(const rf_variant_t *v) {
-    return v->channels;
-}
-int64_t rf_variant_hidden(const rf_variant_t *v) {
-    return v->hidden;
-}
 const char *rf_variant_note(const rf_variant_t *v) {
     return v->note;
 }
