@@ -14,12 +14,22 @@
  *   h [M, H] fp16 scratch: required by kernels that route H through global memory
  *   (modes fused_gmem, proj1, proj2), ignored by fused_smem.
  *
+ * Chain packages hold "chain_mma" kernels instead: one persistent kernel per chain of
+ * row-local stages (linear, gated, act, add, norm) that maps X [M, C] fp16 to Y [M, N_out]
+ * f32, every row from its own input row. Their weights are two
+ * flat device arrays, `wh` (fp16: every W) and `wf` (f32: biases, norm gains), at the element
+ * offsets the kernel was specialised for (plan.json "chain"); they are launched through
+ * rf_pkg_launch_chain with rf_chain_args_t. rf_pkg_launch on a chain kernel (and
+ * rf_pkg_launch_chain on an MLP kernel) returns cudaErrorInvalidValue. For a chain package
+ * rf_pkg_channels / rf_pkg_hidden return the chain's input and output widths (C, N_out).
+ *
  * Return values are CUDA error numbers (0 = success); the runtime turns them into
  * statuses with the CUDA error name. rf_pkg_launch returns cudaErrorNotReady (600) before
  * rf_pkg_init, and cudaErrorInvalidValue (1) for a kernel index out of range, a NULL
  * pointer the kernel needs, a pointer not 16-byte aligned, rows < 0, grid < 1, or
- * rows * max(channels, hidden) > INT32_MAX. Launches only enqueue work on the given
- * stream (a cudaStream_t passed as void*), so they can be captured into a CUDA Graph.
+ * rows * max(channels, hidden) > INT32_MAX (chain kernels: rows * max(C, N_out)).
+ * Launches only enqueue work on the given stream (a cudaStream_t passed as void*), so they
+ * can be captured into a CUDA Graph.
  */
 #ifndef ROWFUSE_KERNEL_ABI_H
 #define ROWFUSE_KERNEL_ABI_H
@@ -30,7 +40,7 @@
 extern "C" {
 #endif
 
-#define RF_KERNEL_ABI_VERSION 2
+#define RF_KERNEL_ABI_VERSION 3
 
 typedef struct rf_mlp_args {
     const void *x;
@@ -42,6 +52,17 @@ typedef struct rf_mlp_args {
     float *y;
     int64_t rows;
 } rf_mlp_args_t;
+
+/* The arguments of a chain kernel (row-major, contiguous, 16-byte aligned device pointers):
+ * x [M, C] fp16, wh fp16 and wf f32 (the package's two weight arrays, whole), y [M, N_out]
+ * f32. */
+typedef struct rf_chain_args {
+    const void *x;
+    const void *wh;
+    const float *wf;
+    float *y;
+    int64_t rows;
+} rf_chain_args_t;
 
 /* Function types, with the exported symbol names. */
 typedef int (*rf_pkg_abi_version_fn)(void); /* "rf_pkg_abi_version" */
@@ -56,6 +77,9 @@ typedef const char *(*rf_pkg_kernel_name_fn)(int index);
 typedef int (*rf_pkg_init_fn)(void);
 /* Enqueues kernel `index` on `stream` with `grid` blocks. "rf_pkg_launch" */
 typedef int (*rf_pkg_launch_fn)(int index, const rf_mlp_args_t *args, int32_t grid, void *stream);
+/* Enqueues chain kernel `index` on `stream` with `grid` blocks. "rf_pkg_launch_chain" */
+typedef int (*rf_pkg_launch_chain_fn)(int index, const rf_chain_args_t *args, int32_t grid,
+                                      void *stream);
 
 #ifdef __cplusplus
 }
