@@ -19,7 +19,7 @@
  * recorded rule and the row count (rows are dynamic) and nothing else.
  *
  * Names shared with Python (schedules, kernel modes) live in the two X-macro lists below;
- * python/rowfuse/names.py parses them out of this header, so no list is copied by hand.
+ * python/rowfuse/capi/names.py parses them out of this header, so no list is copied by hand.
  *
  * Errors: rf_plan_read names the file and the field; a plan of another version is
  * RF_CODE_UNSUPPORTED with both versions. Nothing is retained.

@@ -14,7 +14,7 @@ module's weights (plan.json's graph_hash against the hash of the module's weight
 to fp16); the block then runs the package's weights. weights="module" instead loads the
 module's own weights into the runtime (and says so in `weights_source`), for a package
 compiled from another model of the same shape. schedule="auto" takes the plan's choice;
-any name of rowfuse.names.SCHEDULES picks one.
+any name of rowfuse.capi.names.SCHEDULES picks one.
 
 Every call enqueues on torch's current stream and allocates nothing in the runtime, so the
 call can be captured inside torch.cuda.graph. Wrong dtype, device, shape or a
@@ -33,8 +33,8 @@ import os
 import torch
 from torch import nn
 
-from rowfuse import cabi, clib
-from rowfuse.names import SCHEDULES, VENDOR_SCHEDULE
+from rowfuse.capi import cabi, clib
+from rowfuse.capi.names import SCHEDULES, VENDOR_SCHEDULE
 
 RowfuseError = clib.RowfuseError  # a C runtime call failed; its status message
 MlpArgs = cabi.MlpArgs

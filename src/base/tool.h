@@ -1,5 +1,6 @@
 /* Running another program as a tool, the way a compiler driver runs its assembler: the
- * kernel generator (kernels/build.py) and the Python report are run this way. Internal. */
+ * kernel generator (python/rowfuse/kernels/build.py) and the Python report are run this way.
+ * Internal. */
 #ifndef RF_BASE_TOOL_H
 #define RF_BASE_TOOL_H
 

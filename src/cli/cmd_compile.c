@@ -2,8 +2,8 @@
  * package. For a model: verifies it and matches the residual MLP block; for --mlp: a
  * synthetic block of that shape with seeded random weights (what the GPU checks and
  * benchmarks use). Then src/compile decides the plan and writes the package. The kernel
- * generator is kernels/build.py (found through $RF_KERNELS_DIR, else next to the source
- * tree, else ./kernels), run with $RF_PYTHON (default python3). */
+ * generator is python/rowfuse/kernels/build.py (found through $RF_KERNELS_DIR, else next to the
+ * source tree, else ./kernels), run with $RF_PYTHON (default python3). */
 #define _POSIX_C_SOURCE 200809L
 #include <inttypes.h>
 #include <stdio.h>
@@ -203,7 +203,8 @@ int rf_cmd_compile(int argc, char **argv) {
     char hash[17], desc[256], kdir[4096];
     rf_status_t st = parse_args(argc, argv, &c);
     if (!st)
-        st = rf_cli_find_dir("RF_KERNELS_DIR", "kernels", "build.py", kdir, sizeof kdir);
+        st = rf_cli_find_dir("RF_KERNELS_DIR", "python/rowfuse/kernels", "build.py", kdir,
+                             sizeof kdir);
     if (!st)
         st = block_weights(&c, &w, hash, desc, sizeof desc);
     if (st) {

@@ -14,7 +14,7 @@
  *
  * --function NAME emits the block as a private function NAME in DIR/iree_input.mlir (no
  * module.vmfb): the rowfuse region a larger model links and calls (python -m
- * rowfuse.iree_model builds that model; notes/mlir.md).
+ * rowfuse.iree.model builds that model; notes/mlir.md).
  *
  * --schedule auto|NAME runs --rowfuse-schedule with that mode; stock skips it, so IREE
  * forms the dispatches itself. --kernels codegen (the default for llvm-cpu) has IREE
@@ -179,7 +179,7 @@ static rf_status_t build_package(const iree_args_t *a, const rf_mlp_weights_t *w
                                  const char *desc, const char *dir) {
     char kdir[4096];
     RF_RETURN_IF_ERROR_PLAIN(
-        rf_cli_find_dir("RF_KERNELS_DIR", "kernels", "build.py", kdir, sizeof kdir));
+        rf_cli_find_dir("RF_KERNELS_DIR", "python/rowfuse/kernels", "build.py", kdir, sizeof kdir));
     rf_compile_options_t o;
     rf_compile_options_default(&o);
     o.model = desc;
@@ -229,7 +229,7 @@ static rf_status_t run(const iree_args_t *a, const rf_mlp_weights_t *w, const ch
     RF_RETURN_IF_ERROR_PLAIN(rf_tool_run(to_iree, "rowfuse-opt --rowfuse-to-iree"));
     if (a->function) {
         printf("iree %s: residual MLP %lldx%lldx%lld, schedule %s, %s kernels -> private "
-               "@%s in %s (%s; link it into a model: python -m rowfuse.iree_model)\n",
+               "@%s in %s (%s; link it into a model: python -m rowfuse.iree.model)\n",
                desc, (long long)a->rows, (long long)w->channels, (long long)w->hidden, a->schedule,
                stock ? "IREE's" : a->kernels, a->function, input, a->device);
         return RF_OK;

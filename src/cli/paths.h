@@ -13,7 +13,7 @@ rf_status_t rf_cli_find_dir(const char *env, const char *subdir, const char *pro
                             size_t size);
 
 /* Prepares running a module of rowfuse's Python package as a tool: finds the python/
- * folder (holding `probe`, e.g. "rowfuse/report.py"; $RF_PYTHON_DIR overrides), puts it
+ * folder (holding `probe`, e.g. "rowfuse/bench/report.py"; $RF_PYTHON_DIR overrides), puts it
  * first on PYTHONPATH, and fills args[0..2] with $RF_PYTHON (default python3), "-m" and
  * `module`. The caller appends its arguments after args[2] and a NULL. */
 rf_status_t rf_cli_python_module(const char *module, const char *probe, char **args);

@@ -63,7 +63,7 @@ static rf_status_t write_weights(const rf_mlp_weights_t *w, const char *dir, rf_
     return RF_OK;
 }
 
-/* Runs kernels/build.py on kernel_spec.json; it writes the kernels, the library and
+/* Runs python/rowfuse/kernels/build.py on kernel_spec.json; it writes the kernels, the library and
  * kernels.json (facts) into the package. */
 static rf_status_t run_generator(const rf_compile_options_t *o) {
     char build_py[4096], spec[4096];

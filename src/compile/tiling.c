@@ -1,9 +1,10 @@
 /* Kernel geometry: how one kernel of the residual MLP block tiles its work (warps, padded
  * extents, hidden chunks, shared memory) and how many blocks of it an SM holds. This is
- * the generator's layout contract seen from the deciding side: kernels/rowfuse_kernels.py
- * allocates shared memory exactly as smem_bytes() counts it (X tile(s), W1 chunk(s) + b1,
- * W2 chunk(s) + b2, H tile(s); every row padded by SMEM_PAD halves against ldmatrix bank
- * conflicts) and checks the total against the spec's smem_bytes when it compiles. */
+ * the generator's layout contract seen from the deciding side:
+ * python/rowfuse/kernels/rowfuse_kernels.py allocates shared memory exactly as smem_bytes() counts
+ * it (X tile(s), W1 chunk(s) + b1, W2 chunk(s) + b2, H tile(s); every row padded by SMEM_PAD halves
+ * against ldmatrix bank conflicts) and checks the total against the spec's smem_bytes when it
+ * compiles. */
 #include <stdio.h>
 
 #include "rowfuse/compile.h"

@@ -1,6 +1,6 @@
 /* Kernel geometry of the Hopper family (mode fused_wgmma, schedule persistent-wgmma):
  * warpgroup MMA (wgmma) fed by TMA rings, the hidden dimension streamed through the
- * block in chunks (kernels/rowfuse_hopper.py builds exactly what this decides).
+ * block in chunks (python/rowfuse/kernels/rowfuse_hopper.py builds exactly what this decides).
  *
  * One block owns whole row tiles of 64 rows per consumer warpgroup along M (wg_m = 1 or
  * 2); wide channel counts split the output channels between two warpgroups (wg_n = 2).

@@ -1,5 +1,5 @@
 /* The report as JSON, schema "rowfuse-eval/1" (documented field by field in
- * src/eval/README.md; python/rowfuse/eval_plot.py validates it). Values that do not apply
+ * src/eval/README.md; python/rowfuse/eval/plot.py validates it). Values that do not apply
  * (accuracy for regression, p-values of slices not judged) are null. */
 #include <math.h>
 

@@ -6,7 +6,7 @@
 #      persistent-gmem, cuBLASLt), merged into c.json; a failed step fails the run,
 #   2. Python host: `python -m rowfuse.bench` over every shape (its own floor, PyTorch
 #      eager, torch.compile, Triton fused) into python.json, written after each shape,
-#   3. `python -m rowfuse.report` over both: report.md, report.json, report.png/.svg.
+#   3. `python -m rowfuse.bench.report` over both: report.md, report.json, report.png/.svg.
 # Everything lands in $OUT (default out/bench), at most 7 files. ROWFUSE_GIT_REV names
 # the revision (the GPU machine's copy has no git history). SHAPES overrides the list.
 # PY_TIMEOUT (seconds, default 480) bounds step 2; python.json is rewritten after every
@@ -83,7 +83,7 @@ RUNS=()
 [ -f "$OUT/c.json" ] && RUNS+=("$OUT/c.json")
 [ -f "$OUT/python.json" ] && RUNS+=("$OUT/python.json")
 if [ ${#RUNS[@]} -gt 0 ]; then
-    python3 -m rowfuse.report "${RUNS[@]}" -o "$OUT" && tail -n 12 "$OUT/report.md"
+    python3 -m rowfuse.bench.report "${RUNS[@]}" -o "$OUT" && tail -n 12 "$OUT/report.md"
 fi
 echo "== done in $((SECONDS - T0)) s (C host exit $C_RC, Python host exit $PY_RC)"
 [ "$PY_RC" -eq 0 ] && [ "$C_RC" -eq 0 ]

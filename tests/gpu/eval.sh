@@ -40,7 +40,7 @@ CPU_RC=$?
 tail -4 "$OUT/cpu-mixed.log"
 
 for d in gpu cpu-mixed; do
-    [ -f "$OUT/$d/eval.json" ] && python3 -m rowfuse.eval_plot "$OUT/$d/eval.json" -o "$OUT/$d" \
+    [ -f "$OUT/$d/eval.json" ] && python3 -m rowfuse.eval.plot "$OUT/$d/eval.json" -o "$OUT/$d" \
         >/dev/null 2>&1 || true
 done
 

@@ -8,7 +8,7 @@
 #                                                        custom dispatches (1, 1, 2)
 #       conventional-codegen                             the same two kernels, IREE's code
 #       stock                                            IREE forms and generates it all
-#   build/mlir-gpu/model/VARIANT/   the bigger model (python -m rowfuse.iree_model: the lab's
+#   build/mlir-gpu/model/VARIANT/   the bigger model (python -m rowfuse.iree.model: the lab's
 #       attention, then a token residual MLP 64x64x128 that rowfuse schedules, one IREE
 #       module): module.vmfb, weights.npz, splice.json, for persistent-smem and
 #       conventional (the package's kernels as the block's custom dispatches) and stock
@@ -49,9 +49,9 @@ one persistent-gmem persistent-gmem extern
 one conventional conventional extern
 one conventional-codegen conventional codegen
 one stock stock codegen
-echo "== the bigger model (python -m rowfuse.iree_model build --device cuda)"
+echo "== the bigger model (python -m rowfuse.iree.model build --device cuda)"
 model() { # variant, schedule
-    "$PYTHON" -m rowfuse.iree_model build -o "$WORK/model-$1" --device cuda --schedule "$2" |
+    "$PYTHON" -m rowfuse.iree.model build -o "$WORK/model-$1" --device cuda --schedule "$2" |
         tail -n 1
     mkdir -p "$CARRY/model/$1"
     cp "$WORK/model-$1"/{module.vmfb,weights.npz,splice.json} "$CARRY/model/$1/"

@@ -17,8 +17,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 sys.path[:0] = [os.path.join(ROOT, "python"), os.path.join(ROOT, "examples")]
 
 import residual_mlp  # noqa: E402
-from rowfuse import clib  # noqa: E402
 from rowfuse import torch as rt  # noqa: E402
+from rowfuse.capi import clib  # noqa: E402
 
 
 def say(label: str, how: str, v: dict) -> None:

@@ -4,13 +4,13 @@
 #   1. export examples/residual_mlp.py at 49 rows to ONNX;
 #   2. `rowfuse iree` for the CPU (llvm-cpu) in the stock, conventional and persistent-smem
 #      schedules (IREE generates the kernels: one dispatch per kernel of the schedule), each
-#      module checked against the CPU reference (python -m rowfuse.iree_block check: the
+#      module checked against the CPU reference (python -m rowfuse.iree.block check: the
 #      one comparison of rowfuse/mlp.h, the derived per-element bound, and the interpreter
 #      on the ONNX model itself);
 #   3. `rowfuse iree --device cuda` with the package's kernels as custom dispatches
 #      (persistent-smem, conventional) and stock: compiled, not run; the adapted PTX
 #      assembled by ptxas for sm_90a when ptxas is found; launches counted in IREE's hal phase;
-#   4. the bigger model (python -m rowfuse.iree_model: the lab's attention, then a token
+#   4. the bigger model (python -m rowfuse.iree.model: the lab's attention, then a token
 #      residual MLP rowfuse schedules, linked into one IREE module): for llvm-cpu in
 #      persistent-smem (the block one dispatch) and stock (IREE's own lowering, two), each
 #      run through the IREE runtime against PyTorch fp64; b2 zeroed in the rowfuse function
@@ -51,7 +51,7 @@ for s in stock conventional persistent-smem; do
     "$ROWFUSE" iree "$OUT/model.onnx" --schedule "$s" --device llvm-cpu -o "$OUT/cpu-$s" |
         grep -E '^(@main|  why|  launches|iree )' || true
 done
-"$PY" -m rowfuse.iree_block check "$OUT"/cpu-* --model "$OUT/model.onnx" --trials 3 \
+"$PY" -m rowfuse.iree.block check "$OUT"/cpu-* --model "$OUT/model.onnx" --trials 3 \
     -o "$OUT/check.json"
 
 # launches of one call: hal.command_buffer.dispatch ops in IREE's hal phase
@@ -87,17 +87,17 @@ else
     echo "  (no ptxas here: the adapted PTX was not assembled)"
 fi
 
-echo "== a model bigger than the block (python -m rowfuse.iree_model)"
-"$PY" -m rowfuse.iree_model build -o "$OUT/model-cpu-persistent-smem" | tail -n 1
-"$PY" -m rowfuse.iree_model build -o "$OUT/model-cpu-stock" --schedule stock | tail -n 1
-"$PY" -m rowfuse.iree_model check "$OUT/model-cpu-persistent-smem" "$OUT/model-cpu-stock" \
+echo "== a model bigger than the block (python -m rowfuse.iree.model)"
+"$PY" -m rowfuse.iree.model build -o "$OUT/model-cpu-persistent-smem" | tail -n 1
+"$PY" -m rowfuse.iree.model build -o "$OUT/model-cpu-stock" --schedule stock | tail -n 1
+"$PY" -m rowfuse.iree.model check "$OUT/model-cpu-persistent-smem" "$OUT/model-cpu-stock" \
     --trials 3 -o "$OUT/model-check.json"
-"$PY" -m rowfuse.iree_model build -o "$OUT/model-cpu-fault" --plant-fault zero-b2 | tail -n 1
-if "$PY" -m rowfuse.iree_model check "$OUT/model-cpu-fault" --trials 1 >"$OUT/model-fault.log"; then
+"$PY" -m rowfuse.iree.model build -o "$OUT/model-cpu-fault" --plant-fault zero-b2 | tail -n 1
+if "$PY" -m rowfuse.iree.model check "$OUT/model-cpu-fault" --trials 1 >"$OUT/model-fault.log"; then
     echo "flow.sh: the model with b2 zeroed in the rowfuse function passed the check" >&2
     exit 1
 fi
 echo "  planted fault (b2 zeroed in the rowfuse function) fails the check, as it must:"
 head -n 1 "$OUT/model-fault.log" | sed 's/^/    /' | cut -c1-200
-"$PY" -m rowfuse.iree_model build -o "$OUT/model-cuda-persistent-smem" --device cuda | tail -n 1
+"$PY" -m rowfuse.iree.model build -o "$OUT/model-cuda-persistent-smem" --device cuda | tail -n 1
 echo "flow.sh: ok ($OUT)"

@@ -1,4 +1,4 @@
-"""The C boundary Python crosses: every ctypes struct of rowfuse.cabi against the layout
+"""The C boundary Python crosses: every ctypes struct of rowfuse.capi.cabi against the layout
 the C compiler gives the header's struct (the rf_abi_layout program), the constants Python
 mirrors, and the name tables Python reads from include/rowfuse/plan.h against the CLI."""
 
@@ -10,7 +10,7 @@ import subprocess
 from pathlib import Path
 
 from cli_util import RF_BIN, rowfuse
-from rowfuse import cabi, names
+from rowfuse.capi import cabi, names
 
 LAYOUT = Path(RF_BIN).parent / "rf_abi_layout"
 
@@ -47,7 +47,7 @@ def test_a_mismatch_is_caught():
 
 def test_schedule_names_match_the_cli(tmp_path):
     """The C side builds its table from the same header list Python parses: the CLI's
-    list of known schedules is exactly rowfuse.names.SCHEDULES, in order."""
+    list of known schedules is exactly rowfuse.capi.names.SCHEDULES, in order."""
     p = rowfuse("compile", "--mlp", "8x8x8", "--schedule", "nope", "-o", tmp_path / "p", check=2)
     known = p.stderr.split("(known:")[1].split(")")[0].split()
     assert tuple(known) == names.SCHEDULES

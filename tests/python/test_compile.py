@@ -20,7 +20,7 @@ import cutlass  # noqa: F401  (a missing DSL is an error here, not a skip)
 import numpy as np
 import pytest
 from cli_util import ROOT, export, rowfuse
-from rowfuse import clib, names
+from rowfuse.capi import clib, names
 
 ABI = {
     "rf_pkg_abi_version",
@@ -179,7 +179,7 @@ def test_compile_bad_options(tmp_path):
 def test_generator_refuses_a_foreign_spec(tmp_path, example):
     pkg, _, _ = example
     spec = json.loads((pkg / "kernel_spec.json").read_text())
-    build = [sys.executable, str(ROOT / "kernels" / "build.py"), "--out", str(tmp_path / "o")]
+    build = [sys.executable, "-m", "rowfuse.kernels.build", "--out", str(tmp_path / "o")]
     for change, message in (
         ({"version": spec["version"] + 1}, "this generator reads"),
         ({"kernels": []}, "lists no kernels"),
@@ -202,7 +202,8 @@ def test_odd_shape_builds_compressed(tmp_path):
     subprocess.run(
         [
             sys.executable,
-            str(ROOT / "kernels" / "build.py"),
+            "-m",
+            "rowfuse.kernels.build",
             "--spec",
             str(spec),
             "--out",

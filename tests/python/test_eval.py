@@ -20,7 +20,7 @@ from fractions import Fraction
 import numpy as np
 import pytest
 from cli_util import ROOT, env, export, rowfuse
-from rowfuse import eval_plot
+from rowfuse.eval import plot as eval_plot
 
 Z = 1.959963984540054
 ROWS, EPOCHS, FEATURES = 1200, 6, [f"f{i}" for i in range(12)]

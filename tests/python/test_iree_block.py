@@ -1,4 +1,4 @@
-"""rowfuse.iree_block: the derived per-element bound accepts what a correct mixed-precision
+"""rowfuse.iree.block: the derived per-element bound accepts what a correct mixed-precision
 implementation of the block can differ by and rejects real errors; the contract reader
 gets back the bytes the C writer put in. (The modules themselves are checked by
 tests/mlir/flow.sh, which `make mlir` runs once rowfuse-opt is built.)"""
@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from rowfuse import clib, iree_block
+from rowfuse.capi import clib
+from rowfuse.iree import block as iree_block
 
 
 @pytest.fixture(scope="module")
@@ -91,8 +92,8 @@ def test_read_contract_round_trip(tmp_path, case):
 
 
 def test_gpu_table_and_per_dispatch():
-    """rowfuse.iree_gpu's summary of a run (the GPU harness itself runs on the GPU machine)."""
-    from rowfuse import iree_gpu
+    """rowfuse.iree.gpu's summary of a run (the GPU harness itself runs on the GPU machine)."""
+    from rowfuse.iree import gpu as iree_gpu
 
     def v(label, host, span, kernels):
         return {

@@ -1,11 +1,12 @@
 # ruff: noqa: E501 (the fixtures are IREE flow-phase lines as printed)
-"""rowfuse.iree_model without IREE compiles: the splice evidence read from IREE's flow phase,
+"""rowfuse.iree.model without IREE compiles: the splice evidence read from IREE's flow phase,
 the token flips and the derived bound with an upstream input difference. The end-to-end
 run (build, link, IREE runtime against PyTorch fp64, the planted fault) is in
 tests/mlir/flow.sh."""
 
 import numpy as np
-from rowfuse import iree_block, iree_model
+from rowfuse.iree import block as iree_block
+from rowfuse.iree import model as iree_model
 
 FLOW_EXTERN = """
     %7 = flow.dispatch @main$async_dispatch_6::@main$async_dispatch_6_matmul_64x64x64_f32(%6, %c) : (tensor<64x64xf32>, tensor<64x64xf32>) -> tensor<64x64xf16>

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from rowfuse import bench
+from rowfuse.bench import harness as bench
 from rowfuse.lab import gpu, report
 
 

@@ -1,4 +1,4 @@
-"""Report rendering (rowfuse.report) from a recorded benchmark run, and the JSON schema.
+"""Report rendering (rowfuse.bench.report) from a recorded benchmark run, and the JSON schema.
 
 The fixture tests/python/data/bench_run.json was written by `python -m rowfuse.bench`
 on the GPU machine; rendering, validation and merging need no GPU.
@@ -9,7 +9,8 @@ import json
 import os
 
 import pytest
-from rowfuse import bench, report
+from rowfuse.bench import harness as bench
+from rowfuse.bench import report
 
 DATA = os.path.join(os.path.dirname(__file__), "data", "bench_run.json")
 

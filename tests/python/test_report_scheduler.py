@@ -7,7 +7,7 @@ import copy
 import json
 from pathlib import Path
 
-from rowfuse import report
+from rowfuse.bench import report
 
 DATA = Path(__file__).parent / "data" / "bench_run.json"
 

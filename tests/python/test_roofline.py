@@ -1,4 +1,4 @@
-"""The L2-aware roofline (rowfuse.roofline) on closed-form cases, and the report reading a C
+"""The L2-aware roofline (rowfuse.bench.roofline) on closed-form cases, and the report reading a C
 run whose GPU span comes from the timed observations with a control round without CUPTI
 (method.span_source, graph.event_us_no_cupti / host_us_no_cupti)."""
 
@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 
 import pytest
-from rowfuse import report, roofline
+from rowfuse.bench import report, roofline
 
 
 def test_resident_shape_bytes_and_bounds():

@@ -3,7 +3,7 @@
 kernel source run by Triton's interpreter (TRITON_INTERPRET=1, on the CPU) at small shapes
 with partial row blocks, padded channels and partial hidden chunks, for every row block and
 hidden chunk the space holds there, each output held to rowfuse's one comparison rule
-against the mixed-precision CPU reference (rowfuse.clib). Triton ships with the pinned
+against the mixed-precision CPU reference (rowfuse.capi.clib). Triton ships with the pinned
 torch; a missing Triton fails these tests."""
 
 import json
@@ -13,7 +13,8 @@ import sys
 import textwrap
 
 import pytest
-from rowfuse import bench, triton_fused
+from rowfuse.bench import harness as bench
+from rowfuse.bench import triton_fused
 
 DEV_SHAPES = bench.parse_shapes(bench.DEV_SHAPES)
 PYTHON_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(__file__))), "python")
@@ -71,7 +72,8 @@ _INTERPRET = textwrap.dedent(
     """
     import json, sys
     import torch
-    from rowfuse import clib, triton_fused as tf
+    from rowfuse.capi import clib
+    from rowfuse.bench import triton_fused as tf
     out = []
     for rows, channels, hidden, seed in json.loads(sys.argv[1]):
         k = clib.mlp_case(rows, channels, hidden, seed)

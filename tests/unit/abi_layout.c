@@ -1,5 +1,5 @@
 /* Prints, as JSON, the size of every C struct Python mirrors with ctypes
- * (python/rowfuse/cabi.py) and the offset of each field, as this compiler lays them out;
+ * (python/rowfuse/capi/cabi.py) and the offset of each field, as this compiler lays them out;
  * tests/python/test_cabi.py compares the two. Not a ctest: a tool the test runs. */
 #include <stddef.h>
 #include <stdio.h>

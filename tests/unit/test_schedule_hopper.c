@@ -1,11 +1,9 @@
 /* The Hopper family's geometry (src/compile/tiling_hopper.c, mode fused_wgmma): the
- * development shapes pinned field by field (what kernels/rowfuse_hopper.py builds and
- * notes/kernels.md reasons about), the invariants the generator checks (wgmma and TMA
- * extents, chunks, stages, shared memory counted as the kernel allocates it) over C and
- * H multiples of 8 up to 512 x 4096 (every one fits), the shapes it rules out and why,
- * and the plan:
- * the schedule is in every package it fits, unavailable with the reason otherwise, and
- * chosen only by name. */
+ * development shapes pinned field by field (what python/rowfuse/kernels/rowfuse_hopper.py builds
+ * and notes/kernels.md reasons about), the invariants the generator checks (wgmma and TMA extents,
+ * chunks, stages, shared memory counted as the kernel allocates it) over C and H multiples of 8 up
+ * to 512 x 4096 (every one fits), the shapes it rules out and why, and the plan: the schedule is in
+ * every package it fits, unavailable with the reason otherwise, and chosen only by name. */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>

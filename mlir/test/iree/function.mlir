@@ -1,5 +1,5 @@
 // function=NAME: the block as a private function a larger model links and calls
-// (python/rowfuse/iree_model.py); the lowering inside is unchanged. A module of more than
+// (python/rowfuse/iree/model.py); the lowering inside is unchanged. A module of more than
 // one function, or a name that another symbol holds, is refused.
 // RUN: rowfuse-opt %s --rowfuse-schedule=mode=persistent-smem --allow-unregistered-dialect --rowfuse-to-iree="function=rowfuse_block" | FileCheck %s
 // RUN: rowfuse-opt %s --rowfuse-to-iree="function=rowfuse_block" --allow-unregistered-dialect | FileCheck %s --check-prefix=STOCK

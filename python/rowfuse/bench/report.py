@@ -19,8 +19,8 @@ import math
 import os
 import sys
 
-from rowfuse.capi import names
 from rowfuse.bench import roofline
+from rowfuse.capi import names
 
 SCHEMA = "rowfuse-bench/1"
 REPORT_SCHEMA = "rowfuse-report/1"
@@ -519,7 +519,9 @@ def write_report(docs, out_dir: str, with_plot: bool = True) -> list[str]:
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(prog="python -m rowfuse.bench.report", description=__doc__.split("\n")[0])
+    p = argparse.ArgumentParser(
+        prog="python -m rowfuse.bench.report", description=__doc__.split("\n")[0]
+    )
     p.add_argument("runs", nargs="+", help="JSON files from rowfuse.bench / rowfuse bench --c")
     p.add_argument("-o", "--output", required=True, help="output folder")
     p.add_argument("--no-plot", action="store_true", help="skip the matplotlib plot")

@@ -34,7 +34,8 @@ import sys
 import tempfile
 import time
 
-from ..bench import git_revision, init_profiler_for_graphs
+from rowfuse.bench.harness import git_revision, init_profiler_for_graphs
+
 from . import carry, iree_run, models, numerics
 
 SCHEMA = "rowfuse-lab-run/1"
@@ -47,7 +48,7 @@ def progress(msg: str) -> None:
 def summarize(values) -> dict:
     """rowfuse's one summary (src/base/stats.c through librowfuse.so, carried with the lab):
     count, median, p10, p90, mean, min, max and the median's bootstrap interval."""
-    from rowfuse import bench
+    from rowfuse.bench import harness as bench
 
     return bench.summarize(values)
 
@@ -106,7 +107,7 @@ def _torch_variants(module, x, dev, with_graphs, failed):
             continue
         if not with_graphs:
             continue
-        try:  # warm up on a side stream, then capture (as rowfuse.bench.capture does)
+        try:  # warm up on a side stream, then capture (as rowfuse.bench.harness.capture does)
             side = torch.cuda.Stream()
             side.wait_stream(torch.cuda.current_stream())
             with torch.no_grad(), torch.cuda.stream(side):

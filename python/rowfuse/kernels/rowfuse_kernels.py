@@ -36,7 +36,8 @@ import cuda.bindings.driver as cuda
 import cutlass
 import cutlass.cute as cute
 from cutlass.cute.nvgpu import cpasync, warp
-from rowfuse.names import KERNEL_MODES as MODES
+
+from rowfuse.capi.names import KERNEL_MODES as MODES
 
 DEBUG = False
 

@@ -1,15 +1,15 @@
 """The residual MLP block through IREE (`rowfuse iree`), checked against the CPU reference.
 
-    python -m rowfuse.iree_block check DIR... [--driver local-task|cuda] [--trials 3]
+    python -m rowfuse.iree.block check DIR... [--driver local-task|cuda] [--trials 3]
         [--model MODEL.onnx] [-o check.json]
 
 Each DIR is a `rowfuse iree` output folder: the weights are read back from its
 contract.mlir (the hex constants the module was compiled with), its module.vmfb runs
 `main(X)` through the IREE runtime on fresh random rows (fp16; seeds from the system's
 random source, recorded), and the output is compared with the CPU reference interpreter in
-the plan's mixed precision (rowfuse.clib.reference) under two rules:
+the plan's mixed precision (rowfuse.capi.clib.reference) under two rules:
 
-- the one comparison of rowfuse/mlp.h (rowfuse.clib.compare), and
+- the one comparison of rowfuse/mlp.h (rowfuse.capi.clib.compare), and
 - a per-element bound derived for this block, |y - ref| <= B (`derived_bound`): IREE
   and the reference differ only in the order of fp32 accumulation, in fp32 roundings of
   the bias and residual adds, and, where those move a hidden value across an fp16 rounding
@@ -113,7 +113,7 @@ def derived_bound(x, w1, b1, w2, b2, dx=None) -> np.ndarray:
     """Per element of Y, the largest |y - ref| two correct mixed-precision implementations
     of the block can differ by (see the module docstring). x, w1, w2 fp16; b1, b2 fp32.
     dx (optional, >= 0, x's shape): how far the other implementation's input may be from x
-    elementwise (an upstream fp16 rounding that may fall the other way: rowfuse.iree_model);
+    elementwise (an upstream fp16 rounding that may fall the other way: rowfuse.iree.model);
     it is carried through W1 into the H flips, and straight through the residual."""
     x, w1, w2 = (np.asarray(a, np.float16).astype(np.float64) for a in (x, w1, w2))
     b1, b2 = (np.asarray(a, np.float32).astype(np.float64) for a in (b1, b2))
@@ -140,13 +140,13 @@ def derived_bound(x, w1, b1, w2, b2, dx=None) -> np.ndarray:
 
 
 def load(path: str, driver: str):
-    from .lab import iree_run
+    from rowfuse.lab import iree_run
 
     return iree_run.load(path, driver)
 
 
 def reference(x, w) -> np.ndarray:
-    from rowfuse import clib
+    from rowfuse.capi import clib
 
     return clib.reference(x, w["w1"], w["b1"], w["w2"], w["b2"], mixed=True)
 
@@ -163,10 +163,10 @@ def model_reference(model: str, x16: np.ndarray) -> np.ndarray:
 
 
 def one_comparison(y, x, w, ref) -> dict:
-    """rowfuse/mlp.h's one comparison (rowfuse.clib.compare). Newer libraries carry its error
+    """rowfuse/mlp.h's one comparison (rowfuse.capi.clib.compare). Newer libraries carry its error
     model with a case (clib.case_of: the per-element allowance and the step); older ones
     take the reference alone."""
-    from rowfuse import clib
+    from rowfuse.capi import clib
 
     if hasattr(clib, "case_of"):
         return clib.compare(y, clib.case_of(x, w["w1"], w["b1"], w["w2"], w["b2"]))
@@ -241,7 +241,7 @@ def _summary_line(r: dict) -> str:
 
 def main(argv=None) -> int:
     doc = __doc__.split("\n")[0]
-    p = argparse.ArgumentParser(prog="python -m rowfuse.iree_block", description=doc)
+    p = argparse.ArgumentParser(prog="python -m rowfuse.iree.block", description=doc)
     sub = p.add_subparsers(dest="cmd", required=True)
     c = sub.add_parser("check", help="run `rowfuse iree` folders, compare with the reference")
     c.add_argument("folders", nargs="+")

@@ -1,6 +1,6 @@
 """The names rowfuse's C side defines once (include/rowfuse/plan.h), read from the header.
 
-    from rowfuse.names import SCHEDULES, KERNEL_MODES
+    from rowfuse.capi.names import SCHEDULES, KERNEL_MODES
 
 SCHEDULES and KERNEL_MODES are tuples of names in the header's order, parsed from its
 RF_SCHEDULE_LIST and RF_KERNEL_MODE_LIST X-macro lists, so Python never keeps a second,
@@ -13,7 +13,7 @@ import os
 import re
 
 HEADER = os.path.join(
-    os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
+    os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))),
     "include",
     "rowfuse",
     "plan.h",

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from rowfuse import cabi
+from rowfuse.capi import cabi
 
 _LIB = None
 
@@ -32,7 +32,9 @@ def library_path(env: str = "ROWFUSE_LIB", name: str = "librowfuse.so", sub: str
     under the repository, else the loader path."""
     if os.environ.get(env):
         return os.environ[env]
-    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    root = os.path.dirname(
+        os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    )
     # build/ first: build-asan/ and build-fuzz/ hold sanitizer builds a plain Python
     # process cannot load
     found = [os.path.join(root, "build", sub, name)]

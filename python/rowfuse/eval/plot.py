@@ -1,6 +1,6 @@
 """Per-slice plot and schema check for `rowfuse eval` reports (schema rowfuse-eval/1).
 
-    python -m rowfuse.eval_plot out/eval.json -o out/
+    python -m rowfuse.eval.plot out/eval.json -o out/
 
 Validates the report (validate() raises EvalReportError naming the first field that breaks
 the schema of src/eval/README.md) and writes eval.png and eval.svg: per group (overall, each
@@ -215,7 +215,7 @@ def plot(doc: dict, out_dir: str) -> list[str]:
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(
-        prog="python -m rowfuse.eval_plot", description=__doc__.split("\n")[0]
+        prog="python -m rowfuse.eval.plot", description=__doc__.split("\n")[0]
     )
     p.add_argument("report", help="eval.json written by rowfuse eval")
     p.add_argument("-o", "--output", required=True, help="output folder")
@@ -223,7 +223,7 @@ def main(argv=None) -> int:
     try:
         doc = load(args.report)
     except (OSError, EvalReportError) as e:
-        print(f"rowfuse.eval_plot: {e}", file=sys.stderr)
+        print(f"rowfuse.eval.plot: {e}", file=sys.stderr)
         return 2
     os.makedirs(args.output, exist_ok=True)
     for path in plot(doc, args.output):

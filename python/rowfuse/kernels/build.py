@@ -1,6 +1,6 @@
 """The kernel generator: builds one rowfuse kernel package from a specification (no GPU).
 
-    python3 kernels/build.py --spec PKGDIR/kernel_spec.json --out PKGDIR [--link so|objects]
+    python -m rowfuse.kernels.build --spec PKGDIR/kernel_spec.json --out PKGDIR [--link so|objects]
 
 `rowfuse compile` decides everything (src/compile) and writes kernel_spec.json: the
 target, the shape and every kernel's complete geometry (rowfuse/plan.h). This program
@@ -30,10 +30,9 @@ import sys
 import tempfile
 import time
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-REPO = os.path.dirname(HERE)
-sys.path.insert(0, os.path.join(REPO, "python"))
-from rowfuse.names import PLAN_VERSION as SPEC_VERSION  # noqa: E402
+from rowfuse.capi.names import PLAN_VERSION as SPEC_VERSION
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 
 SPEC_FORMAT = "rowfuse-kernel-spec"
 HOST_TRIPLE = "x86_64-unknown-linux-gnu"
@@ -79,13 +78,21 @@ def dsl_runtime_lib() -> str:
 
 def make_kernel(k: dict, smem_row_pad: int):
     """The generator object of one spec entry: its mode names the generator (the Hopper
-    family for fused_wgmma, the mma.sync family for the others); each checks its entry."""
-    import rowfuse_hopper as rh  # noqa: PLC0415
-    import rowfuse_kernels as rk  # noqa: PLC0415
+    family for fused_wgmma, the chain generator for chain_mma, the mma.sync family for the
+    others); each checks its entry."""
+    from rowfuse.kernels import chain_mma as cm  # noqa: PLC0415
+    from rowfuse.kernels import rowfuse_hopper as rh  # noqa: PLC0415
+    from rowfuse.kernels import rowfuse_kernels as rk  # noqa: PLC0415
 
     if k.get("mode") == "fused_wgmma":
         return rh.WgmmaMlpKernel(rh.HopperPlan.from_spec(k))
+    if k.get("mode") == cm.MODE:
+        return cm.ChainKernel(cm.ChainPlan.from_spec(k, smem_row_pad))
     return rk.MlpKernel(rk.Plan.from_spec(k, smem_row_pad))
+
+
+def _is_chain(k: dict) -> bool:
+    return k.get("mode") == "chain_mma"
 
 
 def compile_kernel(kern, arch: str, kdir: str, dump_root: str) -> dict:
@@ -95,27 +102,32 @@ def compile_kernel(kern, arch: str, kdir: str, dump_root: str) -> dict:
     import cutlass.cute as cute  # noqa: PLC0415
     from cutlass.cute.runtime import make_fake_compact_tensor  # noqa: PLC0415
 
+    from rowfuse.kernels import chain_mma as cm  # noqa: PLC0415
+
     plan = kern.p
     f16, f32 = cutlass.Float16, cutlass.Float32
-    c, h = plan.channels, plan.hidden
 
     def fake(dt, shape):
         order = tuple(range(len(shape) - 1, -1, -1))
         return make_fake_compact_tensor(dt, shape, stride_order=order, assumed_align=16)
 
-    rows = cute.SymInt()
-    args = (
-        fake(f16, (rows, c)),
-        fake(f16, (c, h)),
-        fake(f32, (h,)),
-        fake(f16, (h, c)),
-        fake(f32, (c,)),
-        fake(f16, (rows, h)),
-        fake(f32, (rows, c)),
-        1,
-        1,
-        cuda.CUstream(0),
-    )
+    if isinstance(kern, cm.ChainKernel):
+        args = cm.compile_args(plan)
+    else:
+        c, h = plan.channels, plan.hidden
+        rows = cute.SymInt()
+        args = (
+            fake(f16, (rows, c)),
+            fake(f16, (c, h)),
+            fake(f32, (h,)),
+            fake(f16, (h, c)),
+            fake(f32, (c,)),
+            fake(f16, (rows, h)),
+            fake(f32, (rows, c)),
+            1,
+            1,
+            cuda.CUstream(0),
+        )
     before = set(os.listdir(dump_root))
     t0 = time.time()
     opts = f"--gpu-arch {arch} --host-target 'llvm -mtriple={HOST_TRIPLE}'"
@@ -128,6 +140,7 @@ def compile_kernel(kern, arch: str, kdir: str, dump_root: str) -> dict:
         "registers": cubin_registers(os.path.join(kdir, f"{plan.name}.cubin")),
         "ptx_mma": ptx.count("mma.sync.aligned"),
         "ptx_ldmatrix": ptx.count("ldmatrix.sync"),
+        "ptx_bar_sync": ptx.count("bar.sync"),
         "ptx_cp_async": ptx.count("cp.async.") - ptx.count("cp.async.bulk"),
         "ptx_wgmma": ptx.count("wgmma.mma_async"),
         "ptx_tma": ptx.count("cp.async.bulk.tensor"),
@@ -197,16 +210,28 @@ def cubin_registers(path: str) -> int | None:
 
 
 def write_table(pkg: str, spec: dict) -> str:
-    """rf_pkg_table.h: the package's kernel table for the checked-in shim."""
+    """rf_pkg_table.h: the package's kernel table for the checked-in shim. MLP kernels are
+    listed by RF_PKG_KERNELS(X), chain kernels by RF_PKG_CHAIN_KERNELS(X) (their launchers
+    take other arguments), and RF_PKG_KERNEL_LIST(X, C) gives every kernel in the spec's
+    (plan.json's) order. A chain package's shape is its chain's input and output widths."""
     names = [k["name"] for k in spec["kernels"]]
+    mlp = [k["name"] for k in spec["kernels"] if not _is_chain(k)]
+    chain = [k for k in spec["kernels"] if _is_chain(k)]
+    width_in = chain[0]["in_width"] if chain else spec["channels"]
+    width_out = chain[0]["out_width"] if chain else spec["hidden"]
     lines = [
-        "/* Generated by kernels/build.py from kernel_spec.json: the kernel table of one",
+        "/* Generated by rowfuse.kernels.build from kernel_spec.json: the kernel table of one",
         " * package, for src/pkg/rf_pkg_shim.c. */",
-        f"#define RF_PKG_CHANNELS {spec['channels']}",
-        f"#define RF_PKG_HIDDEN {spec['hidden']}",
+        f"#define RF_PKG_CHANNELS {width_in}",
+        f"#define RF_PKG_HIDDEN {width_out}",
     ]
     lines += [f'#include "kernels/{n}.h"' for n in names]
-    lines.append("#define RF_PKG_KERNELS(X) " + " ".join(f"X({n})" for n in names))
+    lines.append("#define RF_PKG_KERNELS(X) " + " ".join(f"X({n})" for n in mlp))
+    lines.append("#define RF_PKG_CHAIN_KERNELS(X) " + " ".join(f"X({k['name']})" for k in chain))
+    order = " ".join(
+        f"C({k['name']})" if _is_chain(k) else f"X({k['name']})" for k in spec["kernels"]
+    )
+    lines.append("#define RF_PKG_KERNEL_LIST(X, C) " + order)
     with open(os.path.join(pkg, "rf_pkg_table.h"), "w") as f:
         f.write("\n".join(lines) + "\n")
     shutil.copy(os.path.join(REPO, "src", "pkg", "rf_pkg_shim.c"), pkg)
@@ -281,13 +306,12 @@ def main(argv: list[str] | None = None) -> int:
     spec = read_spec(a.spec)
     arch = spec["target"]["arch"]
 
-    sys.path.insert(0, HERE)
     os.environ["CUTE_DSL_ARCH"] = arch
     dump_root = tempfile.mkdtemp(prefix="rf_dsl_dump_")
     os.environ["CUTE_DSL_KEEP"] = "ir,ptx,cubin"
     os.environ["CUTE_DSL_DUMP_DIR"] = dump_root
-    import rowfuse_hopper as rh  # noqa: PLC0415
-    import rowfuse_kernels as rk  # noqa: PLC0415
+    from rowfuse.kernels import rowfuse_hopper as rh  # noqa: PLC0415
+    from rowfuse.kernels import rowfuse_kernels as rk  # noqa: PLC0415
 
     pkg = os.path.abspath(a.out)
     kdir = os.path.join(pkg, "kernels")

@@ -1,7 +1,7 @@
 """On the GPU machine: the residual MLP block through IREE in each schedule, checked and timed
 beside the rowfuse runtime running the same kernels from the same package.
 
-    python -m rowfuse.iree_gpu --carry build/mlir-gpu [--iree-mode streams|graphs]
+    python -m rowfuse.iree.gpu --carry build/mlir-gpu [--iree-mode streams|graphs]
         [--no-rowfuse] [--rounds 5] [--obs 200] -o run.json
 
 The carried folder (tests/gpu/mlir_prepare.sh) holds one `rowfuse iree --device cuda`
@@ -10,7 +10,7 @@ the weights it was compiled with) and the rowfuse package those modules' custom
 dispatches took their PTX from (package/), compiled from the same weights.
 
 Every variant gets the same random rows (seed recorded). Checked first, with
-rowfuse.iree_block's rules against the CPU reference (the one comparison, the derived
+rowfuse.iree.block's rules against the CPU reference (the one comparison, the derived
 per-element bound, H rounded to fp16); a variant that fails is not timed. Then, variants
 interleaved, rounds x obs observations of host completion (host clock from before the
 call to the end of a device synchronize; IREE's `main` waits on its result's fence before
@@ -36,8 +36,8 @@ import time
 
 import numpy as np
 
-from . import iree_block
-from .lab import gpu as labgpu
+from rowfuse.iree import block as iree_block
+from rowfuse.lab import gpu as labgpu
 
 SCHEMA = "rowfuse-mlir-gpu/1"
 ROWFUSE_SCHEDULES = ("persistent-smem", "persistent-gmem", "conventional")
@@ -139,7 +139,7 @@ def rowfuse_variants(package: str, w, x, failed: dict) -> list:
 def run(args) -> dict:
     folders = iree_folders(args.carry)
     if not folders:
-        raise SystemExit(f"rowfuse.iree_gpu: no VARIANT/module.vmfb under {args.carry}")
+        raise SystemExit(f"rowfuse.iree.gpu: no VARIANT/module.vmfb under {args.carry}")
     w = iree_block.read_contract(os.path.join(args.carry, folders[0], "contract.mlir"))
     seed = random.SystemRandom().randrange(2**31)
     x = iree_block.random_rows(w["rows"], w["channels"], seed)
@@ -256,7 +256,7 @@ def per_dispatch(runs: list[dict]) -> list[str]:
 
 def main(argv=None) -> int:
     doc = __doc__.split("\n")[0]
-    p = argparse.ArgumentParser(prog="python -m rowfuse.iree_gpu", description=doc)
+    p = argparse.ArgumentParser(prog="python -m rowfuse.iree.gpu", description=doc)
     p.add_argument("--carry", required=True, help="folder made by tests/gpu/mlir_prepare.sh")
     p.add_argument("--iree-mode", choices=["streams", "graphs"], default="streams")
     p.add_argument("--no-rowfuse", action="store_true", help="IREE variants only")
@@ -277,7 +277,7 @@ def main(argv=None) -> int:
         return 0
     import iree.runtime as rt
 
-    from .bench import init_profiler_for_graphs
+    from rowfuse.bench.harness import init_profiler_for_graphs
 
     if args.iree_mode == "graphs":
         rt.flags.parse_flags("--cuda_use_streams=false")  # before the driver exists

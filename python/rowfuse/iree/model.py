@@ -2,11 +2,11 @@
 compiles it stock), then a token residual MLP that rowfuse verifies and schedules (its
 region is what rowfuse-opt produced), linked by a call and run by the IREE runtime.
 
-    python -m rowfuse.iree_model build -o DIR [--device llvm-cpu|cuda] [--schedule S|stock]
+    python -m rowfuse.iree.model build -o DIR [--device llvm-cpu|cuda] [--schedule S|stock]
         [--kernels extern|codegen] [--plant-fault zero-b2]
-    python -m rowfuse.iree_model check DIR... [--driver local-task|cuda] [--trials 3]
+    python -m rowfuse.iree.model check DIR... [--driver local-task|cuda] [--trials 3]
         [-o check.json]
-    python -m rowfuse.iree_model gpu --carry DIR [--iree-mode streams|graphs] -o run.json
+    python -m rowfuse.iree.model gpu --carry DIR [--iree-mode streams|graphs] -o run.json
 
 The model (`make`): x [64, 64] fp32 -> attention (rowfuse.lab.models' Attention, the lab's
 weights) -> tokens rounded to fp16 -> the residual MLP block 64x64x128 in rowfuse's
@@ -45,8 +45,8 @@ fp16 roundings where the model has them):
   contractions) times the magnitudes that enter its last contraction, (P |V|) |Wo| + |bo|;
   a token can then round to the other fp16 neighbour only where an fp16 rounding boundary
   lies that close, by one fp16 ulp; those token differences are carried through the block
-  with rowfuse.iree_block.derived_bound (its H flips, sum orders and roundings);
-- H rounded to fp16 (rowfuse.iree_block.h_rounded: the median over positive outputs).
+  with rowfuse.iree.block.derived_bound (its H flips, sum orders and roundings);
+- H rounded to fp16 (rowfuse.iree.block.h_rounded: the median over positive outputs).
 The relative L2 error against PyTorch fp64 and fp32 is reported beside them.
 """
 
@@ -64,7 +64,7 @@ import time
 
 import numpy as np
 
-from . import iree_block
+from rowfuse.iree import block as iree_block
 
 TOKENS = 64
 HIDDEN = 128
@@ -88,7 +88,7 @@ def make():
     to fp16 values (what rowfuse compiles them to)."""
     import torch
 
-    from .lab import models
+    from rowfuse.lab import models
 
     class AttentionTokenMLP(torch.nn.Module):
         def __init__(self):
@@ -165,7 +165,7 @@ def load_model(path: str):
 
 
 def make_input(seed: int) -> np.ndarray:
-    from .lab import models
+    from rowfuse.lab import models
 
     return models.make_input("attention", seed).numpy()
 
@@ -189,7 +189,7 @@ def export_stock(model, out: str) -> str:
     """torch.export + iree-turbine on the stock part -> out/stock.torch.mlir."""
     import torch
 
-    from .lab import stages
+    from rowfuse.lab import stages
 
     with torch.no_grad():
         ep = torch.export.export(_Stock.of(model), (torch.from_numpy(make_input(0)),))
@@ -321,8 +321,8 @@ def build(
     """Builds DIR (replacing its files); returns splice.json's content."""
     import torch
 
-    from . import export
-    from .lab import stages
+    from rowfuse import export
+    from rowfuse.lab import stages
 
     os.makedirs(out, exist_ok=True)
     torch.manual_seed(0)
@@ -376,7 +376,7 @@ def attention_bound(model64, x64):
     """fp64 attention output and the per-element bound on an fp32 implementation's error."""
     import torch
 
-    from .lab import models, numerics
+    from rowfuse.lab import models, numerics
 
     a = model64.attn
     with torch.no_grad():
@@ -428,7 +428,7 @@ def reference(model, x: np.ndarray) -> dict:
 
 
 def check_output(y, ref: dict) -> dict:
-    from .lab import numerics
+    from rowfuse.lab import numerics
 
     y = np.asarray(y, dtype=np.float64)
     err = np.abs(y - ref["y64"])
@@ -460,7 +460,7 @@ def check_output(y, ref: dict) -> dict:
 
 
 def check_folder(folder: str, driver: str, trials: int) -> dict:
-    from .lab import iree_run
+    from rowfuse.lab import iree_run
 
     model = load_model(os.path.join(folder, "weights.npz"))
     module = iree_run.load(os.path.join(folder, "module.vmfb"), driver)
@@ -497,8 +497,8 @@ def gpu_run(args) -> dict:
     --device cpu, a dry run of the same code on llvm-cpu modules (no graphs, no spans)."""
     import torch
 
-    from .lab import gpu as labgpu
-    from .lab import iree_run
+    from rowfuse.lab import gpu as labgpu
+    from rowfuse.lab import iree_run
 
     gpu = args.device == "cuda"
     driver = "cuda" if gpu else "local-task"
@@ -509,7 +509,7 @@ def gpu_run(args) -> dict:
         if os.path.exists(os.path.join(args.carry, d, "module.vmfb"))
     )
     if not folders:
-        raise SystemExit(f"rowfuse.iree_model: no VARIANT/module.vmfb under {args.carry}")
+        raise SystemExit(f"rowfuse.iree.model: no VARIANT/module.vmfb under {args.carry}")
     model = load_model(os.path.join(args.carry, folders[0], "weights.npz"))
     seed = random.SystemRandom().randrange(2**31)
     x = make_input(seed)
@@ -594,7 +594,7 @@ def table(runs: list[dict]) -> str:
 
 def main(argv=None) -> int:
     doc = __doc__.split("\n")[0]
-    p = argparse.ArgumentParser(prog="python -m rowfuse.iree_model", description=doc)
+    p = argparse.ArgumentParser(prog="python -m rowfuse.iree.model", description=doc)
     sub = p.add_subparsers(dest="cmd", required=True)
     b = sub.add_parser("build", help="export, schedule, link and compile the model")
     b.add_argument("-o", "--output", required=True)
@@ -630,7 +630,7 @@ def main(argv=None) -> int:
                 say=lambda m: print(f"  {m}", flush=True),
             )
         except BuildError as e:
-            print(f"rowfuse.iree_model: {e}", file=sys.stderr)
+            print(f"rowfuse.iree.model: {e}", file=sys.stderr)
             return 1
         print(
             f"{args.output}: {ev['dispatches']} dispatches, block in "
@@ -656,8 +656,8 @@ def main(argv=None) -> int:
         return 0
     import iree.runtime as rt
 
-    from .bench import init_profiler_for_graphs
-    from .lab import gpu as labgpu
+    from rowfuse.bench.harness import init_profiler_for_graphs
+    from rowfuse.lab import gpu as labgpu
 
     if args.iree_mode == "graphs":
         rt.flags.parse_flags("--cuda_use_streams=false")

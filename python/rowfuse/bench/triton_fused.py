@@ -347,7 +347,7 @@ def tune(x, w1, b1, w2, b2, y, ref=None, threads: int | None = None) -> dict:
             e1.synchronize()
             single_us = e0.elapsed_time(e1) * 1000.0
             if ref is not None:
-                from rowfuse import clib
+                from rowfuse.capi import clib
 
                 verdict = clib.compare(y.cpu().numpy(), ref)
                 if not verdict["passed"]:

@@ -1,0 +1,1 @@
+"""Evaluation reports: plots and schema check of `rowfuse eval` output (plot)."""
