@@ -175,6 +175,52 @@ rf_status_t rf_exec_replay(rf_exec_t *exec, void *stream);
 int rf_exec_kernel_nodes(const rf_exec_t *exec); /* kernel nodes found after capture */
 int rf_exec_nodes(const rf_exec_t *exec);        /* all nodes */
 
+/* ---- chain packages (chain.c) ----
+ *
+ * A chain package (plan.json with a "chain" object) holds one chain_mma kernel: a chain of
+ * row-local stages mapping X [M, C] fp16 to Y [M, N_out] f32 (kernel_abi.h), its weights in
+ * two arrays wh (fp16) and wf (f32) in weights.bin. An rf_chain_exec_t owns the device
+ * buffers of one row count (X, Y, wh, wf, the weights uploaded once) and one launch of the
+ * kernel, on the plan's grid for that row count, captured into a CUDA Graph; it borrows its
+ * package, which must outlive it. */
+typedef struct rf_chain_pkg rf_chain_pkg_t;
+typedef struct rf_chain_exec rf_chain_exec_t;
+
+/* 1 when `dir` holds a plan.json with a "chain" object, else 0 (unreadable plans too:
+ * rf_chain_pkg_load says what is wrong with them). No CUDA call. */
+int rf_chain_pkg_probe(const char *dir);
+/* Reads the chain part of plan.json, dlopens the kernel library, checks its ABI version,
+ * widths and kernel name against the plan and the device's SM count against the plan's
+ * target, and initialises the kernels (needs a GPU: RF_CODE_NO_DEVICE without one). */
+rf_status_t rf_chain_pkg_load(rf_allocator_t allocator, const char *dir, rf_chain_pkg_t **out_pkg);
+void rf_chain_pkg_destroy(rf_chain_pkg_t *pkg);
+const char *rf_chain_pkg_dir(const rf_chain_pkg_t *pkg);
+const char *rf_chain_pkg_kernel_name(const rf_chain_pkg_t *pkg);
+int64_t rf_chain_pkg_rows(const rf_chain_pkg_t *pkg); /* the rows the plan was made for */
+int64_t rf_chain_pkg_in_width(const rf_chain_pkg_t *pkg);
+int64_t rf_chain_pkg_out_width(const rf_chain_pkg_t *pkg);
+/* Blocks of one launch for `rows` under the plan's grid rule (rf_plan_grid). */
+int32_t rf_chain_pkg_grid(const rf_chain_pkg_t *pkg, int64_t rows);
+
+/* Allocates the buffers for `rows`, uploads wh and wf from weights.bin and captures one
+ * launch on `stream` (a stream the caller created) into a CUDA Graph holding exactly one
+ * kernel node (RF_CODE_INTERNAL otherwise). X and Y are left unset. */
+rf_status_t rf_chain_exec_create(rf_allocator_t allocator, rf_chain_pkg_t *pkg, int64_t rows,
+                                 void *stream, rf_chain_exec_t **out_exec);
+void rf_chain_exec_destroy(rf_chain_exec_t *exec);
+/* Copies X [rows, C] (fp16 bit patterns) to the device, synchronously. */
+rf_status_t rf_chain_exec_upload_x(rf_chain_exec_t *exec, const uint16_t *x);
+/* Fills every byte of Y with `byte` on `stream` (0xFF: NaN; 0x42: a finite sentinel). */
+rf_status_t rf_chain_exec_fill_y(rf_chain_exec_t *exec, unsigned char byte, void *stream);
+/* Enqueues one replay of the captured graph on `stream`. */
+rf_status_t rf_chain_run(rf_chain_exec_t *exec, void *stream);
+/* Enqueues one eager launch (no graph) on `stream`. */
+rf_status_t rf_chain_launch(rf_chain_exec_t *exec, void *stream);
+/* Waits for `stream`, then copies Y [rows, N_out] f32 to host memory. */
+rf_status_t rf_chain_exec_download_y(rf_chain_exec_t *exec, void *stream, float *out_y);
+int32_t rf_chain_exec_grid(const rf_chain_exec_t *exec); /* blocks of the captured launch */
+int rf_chain_exec_kernel_nodes(const rf_chain_exec_t *exec);
+
 /* ---- timing primitives (timing.c) ---- */
 
 /* CUDA-event interval around `n` back-to-back replays on `stream`; *out_us is the total
