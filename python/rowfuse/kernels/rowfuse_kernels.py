@@ -130,65 +130,12 @@ class Plan:
         return plan
 
 
-class MlpKernel:
-    """Generates one kernel of the block for a `Plan` (see module docstring)."""
+class TileOps:
+    """The tile helpers the mma.sync generators share (MlpKernel here, the chain generator
+    in chain_mma.py): zero-padded global -> shared staging and the ldmatrix + mma.sync
+    k loop. A subclass sets `threads` (the block's threads) and `fault` ("" or a planted
+    fault of the tests)."""
 
-    def __init__(self, plan: Plan):
-        self.p = plan
-        self.mode = plan.mode
-        self.C, self.H = plan.channels, plan.hidden
-        self.tm = plan.tile_rows
-        self.cp, self.hp, self.hc = plan.cp, plan.hp, plan.hc
-        self.nbuf, self.nchunks = plan.nbuf, plan.nchunks
-        self.threads = plan.threads
-        self.pad = plan.smem_pad
-        self.fault = plan.fault  # a planted fault, for tests of the gates only
-        self.uses_w1 = self.mode in ("fused_smem", "fused_gmem", "proj1")
-        self.uses_w2 = self.mode in ("fused_smem", "fused_gmem", "proj2")
-        self.xpf = plan.x_prefetch
-        self.split = plan.split_w2
-        self.yv2 = plan.y_vec2
-        self.ring = plan.ring
-        self.vx = _vec_elems(self.C, 2)
-        self.vh = _vec_elems(self.H, 2)
-        self.vb1 = _vec_elems(self.H, 4)
-        self.vb2 = _vec_elems(self.C, 4)
-
-    # ------------------------------------------------------------------ host side
-    @cute.jit
-    def __call__(
-        self,
-        mX: cute.Tensor,
-        mW1: cute.Tensor,
-        mB1: cute.Tensor,
-        mW2: cute.Tensor,
-        mB2: cute.Tensor,
-        mH: cute.Tensor,
-        mY: cute.Tensor,
-        rows: cutlass.Int32,
-        grid: cutlass.Int32,
-        stream: cuda.CUstream,
-    ):
-        p = self.p
-        op = warp.MmaF16BF16Op(cutlass.Float16, cutlass.Float32, (16, 8, 16))
-        tiled_mma = cute.make_tiled_mma(
-            op,
-            cute.make_layout((p.warps_m, p.warps_n, 1)),
-            permutation_mnk=(p.warps_m * 16, p.warps_n * 16, 16),
-        )
-        extra = {}
-        if cutlass.const_expr(p.min_blocks > 0):
-            # (a carveout given, so the DSL does not ask a GPU for the smem per SM)
-            extra = {"min_blocks_per_mp": p.min_blocks, "preferred_smem_carveout": 100}
-        self.kernel(mX, mW1, mB1, mW2, mB2, mH, mY, rows, tiled_mma).launch(
-            grid=(grid, 1, 1),
-            block=(self.threads, 1, 1),
-            smem=p.smem_bytes,
-            stream=stream,
-            **extra,
-        )
-
-    # ------------------------------------------------------------------ helpers
     @cute.jit
     def stage(
         self,
@@ -264,6 +211,82 @@ class MlpKernel:
         g2 = cute.make_tensor(g.iterator, cute.make_layout((1, n), stride=(0, 1)))
         s2 = cute.make_tensor(s.iterator, cute.make_layout((1, sn), stride=(0, 1)))
         self.stage(g2, s2, 0, 1, col0, n, 1, sn, vec, tid)
+
+    @cute.jit
+    def mma(self, tiled_mma, thr_mma, thr_s2r_a, thr_s2r_b, sA, sB, acc):
+        """acc += sA (M, K) @ sB (N, K)^T with ldmatrix + mma.sync, k-block by k-block."""
+        tCsA = thr_mma.partition_A(sA)
+        tCsB = thr_mma.partition_B(sB)
+        tCrA = tiled_mma.make_fragment_A(tCsA)
+        tCrB = tiled_mma.make_fragment_B(tCsB)
+        tCsA_v = thr_s2r_a.partition_S(sA)
+        tCrA_v = thr_s2r_a.retile(tCrA)
+        tCsB_v = thr_s2r_b.partition_S(sB)
+        tCrB_v = thr_s2r_b.retile(tCrB)
+        nk = cute.size(tCrA, mode=[2])
+        for k in cutlass.range_constexpr(nk):
+            cute.copy(thr_s2r_a, tCsA_v[None, None, k], tCrA_v[None, None, k])
+            cute.copy(thr_s2r_b, tCsB_v[None, None, k], tCrB_v[None, None, k])
+            cute.gemm(tiled_mma, acc, tCrA[None, None, k], tCrB[None, None, k], acc)
+
+
+class MlpKernel(TileOps):
+    """Generates one kernel of the block for a `Plan` (see module docstring)."""
+
+    def __init__(self, plan: Plan):
+        self.p = plan
+        self.mode = plan.mode
+        self.C, self.H = plan.channels, plan.hidden
+        self.tm = plan.tile_rows
+        self.cp, self.hp, self.hc = plan.cp, plan.hp, plan.hc
+        self.nbuf, self.nchunks = plan.nbuf, plan.nchunks
+        self.threads = plan.threads
+        self.pad = plan.smem_pad
+        self.fault = plan.fault  # a planted fault, for tests of the gates only
+        self.uses_w1 = self.mode in ("fused_smem", "fused_gmem", "proj1")
+        self.uses_w2 = self.mode in ("fused_smem", "fused_gmem", "proj2")
+        self.xpf = plan.x_prefetch
+        self.split = plan.split_w2
+        self.yv2 = plan.y_vec2
+        self.ring = plan.ring
+        self.vx = _vec_elems(self.C, 2)
+        self.vh = _vec_elems(self.H, 2)
+        self.vb1 = _vec_elems(self.H, 4)
+        self.vb2 = _vec_elems(self.C, 4)
+
+    # ------------------------------------------------------------------ host side
+    @cute.jit
+    def __call__(
+        self,
+        mX: cute.Tensor,
+        mW1: cute.Tensor,
+        mB1: cute.Tensor,
+        mW2: cute.Tensor,
+        mB2: cute.Tensor,
+        mH: cute.Tensor,
+        mY: cute.Tensor,
+        rows: cutlass.Int32,
+        grid: cutlass.Int32,
+        stream: cuda.CUstream,
+    ):
+        p = self.p
+        op = warp.MmaF16BF16Op(cutlass.Float16, cutlass.Float32, (16, 8, 16))
+        tiled_mma = cute.make_tiled_mma(
+            op,
+            cute.make_layout((p.warps_m, p.warps_n, 1)),
+            permutation_mnk=(p.warps_m * 16, p.warps_n * 16, 16),
+        )
+        extra = {}
+        if cutlass.const_expr(p.min_blocks > 0):
+            # (a carveout given, so the DSL does not ask a GPU for the smem per SM)
+            extra = {"min_blocks_per_mp": p.min_blocks, "preferred_smem_carveout": 100}
+        self.kernel(mX, mW1, mB1, mW2, mB2, mH, mY, rows, tiled_mma).launch(
+            grid=(grid, 1, 1),
+            block=(self.threads, 1, 1),
+            smem=p.smem_bytes,
+            stream=stream,
+            **extra,
+        )
 
     # ------------------------------------------------------------------ device side
     @cute.kernel
@@ -605,22 +628,5 @@ class MlpKernel:
                 mH, sHall[None, None, buf], row0, nrows, j * hc, hn, self.tm, hc, self.vh, tid
             )
 
-    @cute.jit
-    def mma(self, tiled_mma, thr_mma, thr_s2r_a, thr_s2r_b, sA, sB, acc):
-        """acc += sA (M, K) @ sB (N, K)^T with ldmatrix + mma.sync, k-block by k-block."""
-        tCsA = thr_mma.partition_A(sA)
-        tCsB = thr_mma.partition_B(sB)
-        tCrA = tiled_mma.make_fragment_A(tCsA)
-        tCrB = tiled_mma.make_fragment_B(tCsB)
-        tCsA_v = thr_s2r_a.partition_S(sA)
-        tCrA_v = thr_s2r_a.retile(tCrA)
-        tCsB_v = thr_s2r_b.partition_S(sB)
-        tCrB_v = thr_s2r_b.retile(tCrB)
-        nk = cute.size(tCrA, mode=[2])
-        for k in cutlass.range_constexpr(nk):
-            cute.copy(thr_s2r_a, tCsA_v[None, None, k], tCrA_v[None, None, k])
-            cute.copy(thr_s2r_b, tCsB_v[None, None, k], tCrB_v[None, None, k])
-            cute.gemm(tiled_mma, acc, tCrA[None, None, k], tCrB[None, None, k], acc)
 
-
-__all__ = ["MlpKernel", "Plan", "SpecError", "MODES"]
+__all__ = ["MlpKernel", "Plan", "SpecError", "TileOps", "MODES"]

@@ -1,0 +1,826 @@
+"""CuTe DSL generator of `chain_mma` kernels: one persistent kernel per row-owned chain.
+
+A chain maps X [M, C] to Y [M, N_out] through stages (linear, gated, act, add, norm), each
+output row from its own input row (rowfuse/plan.h, kernel_spec.json "mode": "chain_mma").
+The C planner decides every number (src/compile); this module reads the kernel entry,
+checks it, and composes one stage template per stage. Nothing here chooses a tile, a
+chunk, a precision or a shared-memory offset.
+
+Per row tile (`tile_rows` rows; grid-stride over tiles):
+  1. X is staged into value 0's shared-memory slot (fp16), zero outside [rows, C].
+  2. Each stage in order, with a block barrier after it:
+     - linear: dst = src @ W (+ b), then the fused epilogue (act / add / mul) in fp32 on
+       the accumulator. W streams through the double-buffered cp.async ring in tiles of
+       [k_chunk x n_chunk] (zero-filled outside [K, N]); ldmatrix + mma.sync m16n8k16
+       (fp16 in, fp32 accumulators), one n chunk at a time, k chunks innermost.
+     - gated: the same with two weight tiles per ring slot and two accumulators;
+       dst = act(src @ Wg + bg) * (src @ Wu + bu).
+     - act / add: elementwise over the slots, inputs read at their stored precision,
+       computed in fp32.
+     - norm: one warp per row; the row's features are summed with warp shuffles in fp32
+       (LayerNorm: mean, then the mean of squared deviations; RMSNorm: the mean square),
+       then scale (gamma) and shift (beta).
+  3. Every value is written at its planned dtype into its slot (fp16 rounding is to
+     nearest even), padding columns [width, padded_width) as zeros, so a later linear
+     never multiplies garbage. The last value (Y, fp32) is written straight to global
+     memory when its slot offset is -1, else copied out of its slot after the last stage;
+     only [rows, N_out] of Y is ever written, and global memory is only read inside X's
+     [rows, C] and the weights' [K, N] / [N] extents.
+
+The weight ring: buffer b (b < weight_buffers) starts at weight_smem_offset + b * RB bytes,
+where RB is the largest over the linear and gated stages of mats * k_chunk *
+(n_chunk + smem_row_pad) * 2 (mats = 1 for linear, 2 for gated: Wg's tile then Wu's); a
+tile is stored K-major rows of n_chunk + smem_row_pad fp16 (the pad against ldmatrix bank
+conflicts). The planner counts the same bytes (ring_bytes() below states the rule).
+
+Warp layout: warps_m = tile_rows / 16 warps along the rows when `warps` allows (else the
+largest divisor of tile_rows / 16 not above `warps`), warps_n = warps / warps_m along the
+columns. A stage whose n_chunk / 16 is not a multiple of warps_n runs its MMA on the
+largest warps_n' <= warps_n that divides n_chunk / 16 (the other warps wait at the
+barrier): the geometry stays the planner's, the generator only maps it onto warps.
+
+Activations are fp32 with the DSL's math functions (cutlass.cute.math: erf, tanh, exp,
+sqrt; full-precision lowerings, not the approximate ones).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import cuda.bindings.driver as cuda
+import cutlass
+import cutlass.cute as cute
+from cutlass.cute.nvgpu import warp
+
+from rowfuse.kernels.rowfuse_kernels import SpecError, TileOps, _vec_elems
+
+MODE = "chain_mma"
+ACTS = ("relu", "gelu_erf", "gelu_tanh", "silu", "sigmoid", "tanh", "identity")
+EPILOGUE_OPS = ("act", "add", "mul")
+
+
+@dataclass(frozen=True)
+class Value:
+    """One value of the chain as the planner laid it out in shared memory."""
+
+    id: int
+    width: int
+    dtype: str  # "f16" | "f32"
+    padded_width: int
+    smem_offset: int  # bytes; -1: not in shared memory (Y written straight to global)
+    row_stride: int  # elements
+
+    @property
+    def elem_bytes(self) -> int:
+        return 2 if self.dtype == "f16" else 4
+
+
+@dataclass(frozen=True)
+class Stage:
+    """One stage of the chain (the kernel_spec.json stage entry, typed)."""
+
+    op: str
+    dst: int
+    src: int = -1  # linear, gated, act, norm
+    a: int = -1  # add
+    b_src: int = -1  # add (the spec's "b")
+    fn: str = "identity"  # act, gated
+    k: int = 0
+    n: int = 0
+    k_pad: int = 0
+    n_pad: int = 0
+    k_chunk: int = 0
+    n_chunk: int = 0
+    w: int = -1  # linear: element offset into wh
+    b: int = -1  # linear: element offset into wf, -1 = no bias
+    wg: int = -1
+    wu: int = -1
+    bg: int = -1
+    bu: int = -1
+    epilogue: tuple = ()  # ((op, fn_or_src), ...)
+    kind: str = ""  # norm: layernorm | rmsnorm
+    eps: float = 0.0
+    gamma: int = -1
+    beta: int = -1
+
+    @property
+    def mats(self) -> int:
+        return 2 if self.op == "gated" else 1
+
+    @property
+    def reads(self) -> tuple:
+        """Value ids this stage reads."""
+        if self.op == "add":
+            return (self.a, self.b_src)
+        extra = tuple(int(v) for o, v in self.epilogue if o in ("add", "mul"))
+        return (self.src, *extra)
+
+
+def _int(d: dict, key: str, where: str) -> int:
+    if key not in d:
+        raise SpecError(f"{where}: field '{key}' missing")
+    v = d[key]
+    if isinstance(v, bool) or not isinstance(v, int):
+        raise SpecError(f"{where}: field '{key}' is {v!r}; expected an integer")
+    return v
+
+
+def _stage_from_spec(s: dict, i: int, name: str) -> Stage:
+    where = f"{name}: stages[{i}]"
+    op = s.get("op")
+    if op in ("linear", "gated"):
+        geo = {
+            key: _int(s, key, where)
+            for key in ("src", "dst", "k", "n", "k_pad", "n_pad", "k_chunk", "n_chunk")
+        }
+        if op == "linear":
+            epi = []
+            for j, e in enumerate(s.get("epilogue", [])):
+                eo = e.get("op")
+                if eo == "act":
+                    if e.get("fn") not in ACTS:
+                        raise SpecError(f"{where}.epilogue[{j}]: unknown act fn {e.get('fn')!r}")
+                    epi.append(("act", e["fn"]))
+                elif eo in ("add", "mul"):
+                    epi.append((eo, _int(e, "src", f"{where}.epilogue[{j}]")))
+                else:
+                    raise SpecError(f"{where}.epilogue[{j}]: unknown epilogue op {eo!r}")
+            return Stage(
+                op=op, w=_int(s, "w", where), b=_int(s, "b", where), epilogue=tuple(epi), **geo
+            )
+        if s.get("fn") not in ACTS:
+            raise SpecError(f"{where}: unknown gated fn {s.get('fn')!r}")
+        return Stage(
+            op=op,
+            fn=s["fn"],
+            wg=_int(s, "wg", where),
+            wu=_int(s, "wu", where),
+            bg=_int(s, "bg", where),
+            bu=_int(s, "bu", where),
+            **geo,
+        )
+    if op == "act":
+        if s.get("fn") not in ACTS:
+            raise SpecError(f"{where}: unknown act fn {s.get('fn')!r}")
+        return Stage(op=op, src=_int(s, "src", where), dst=_int(s, "dst", where), fn=s["fn"])
+    if op == "add":
+        return Stage(
+            op=op, a=_int(s, "a", where), b_src=_int(s, "b", where), dst=_int(s, "dst", where)
+        )
+    if op == "norm":
+        kind = s.get("kind")
+        if kind not in ("layernorm", "rmsnorm"):
+            raise SpecError(f"{where}: norm kind {kind!r}; expected layernorm or rmsnorm")
+        eps = s.get("eps")
+        if not isinstance(eps, (int, float)) or isinstance(eps, bool) or not eps > 0:
+            raise SpecError(f"{where}: norm eps {eps!r}; expected a positive number")
+        beta = _int(s, "beta", where) if "beta" in s else -1
+        if kind == "rmsnorm" and beta >= 0:
+            raise SpecError(f"{where}: an rmsnorm has no beta")
+        return Stage(
+            op=op,
+            kind=kind,
+            src=_int(s, "src", where),
+            dst=_int(s, "dst", where),
+            eps=float(eps),
+            gamma=_int(s, "gamma", where),
+            beta=beta,
+        )
+    raise SpecError(f"{where}: unknown stage op {op!r}")
+
+
+@dataclass(frozen=True)
+class ChainPlan:
+    """Compile-time geometry of one chain kernel, exactly as the C planner wrote it."""
+
+    name: str
+    in_width: int
+    out_width: int
+    tile_rows: int
+    warps: int
+    smem_bytes: int
+    values: tuple
+    stages: tuple
+    weight_smem_offset: int
+    weight_buffers: int
+    smem_pad: int
+    fault: str = ""
+
+    @property
+    def threads(self) -> int:
+        return 32 * self.warps
+
+    @property
+    def warps_m(self) -> int:
+        m = self.tile_rows // 16
+        return max(d for d in range(1, m + 1) if m % d == 0 and d <= self.warps)
+
+    @property
+    def warps_n(self) -> int:
+        return self.warps // self.warps_m
+
+    def ring_bytes(self) -> int:
+        """Bytes of one ring buffer (module docstring)."""
+        return max(
+            (
+                s.mats * s.k_chunk * (s.n_chunk + self.smem_pad) * 2
+                for s in self.stages
+                if s.op in ("linear", "gated")
+            ),
+            default=0,
+        )
+
+    def wh_extent(self) -> int:
+        """fp16 elements of `wh` the kernel reads (the largest offset + K * N)."""
+        ends = [0]
+        for s in self.stages:
+            for off in (s.w, s.wg, s.wu):
+                if off >= 0:
+                    ends.append(off + s.k * s.n)
+        return max(max(ends), 8)
+
+    def wf_extent(self) -> int:
+        """fp32 elements of `wf` the kernel reads (the largest offset + its length)."""
+        ends = [0]
+        for s in self.stages:
+            for off in (s.b, s.bg, s.bu):
+                if off >= 0:
+                    ends.append(off + s.n)
+            width = self.values[s.src].width if s.op == "norm" else 0
+            for off in (s.gamma, s.beta):
+                if s.op == "norm" and off >= 0:
+                    ends.append(off + width)
+        return max(max(ends), 4)
+
+    @classmethod
+    def from_spec(cls, k: dict, smem_pad: int) -> ChainPlan:
+        """The plan of one kernel_spec.json "chain_mma" entry; SpecError naming the first
+        missing or inconsistent field (the generator checks the spec, it does not repair
+        it)."""
+        name = k.get("name", "?")
+        if k.get("mode") != MODE:
+            raise SpecError(f"{name}: mode {k.get('mode')!r} is not {MODE}")
+        values = []
+        for i, v in enumerate(k.get("values") or []):
+            where = f"{name}: values[{i}]"
+            if v.get("dtype") not in ("f16", "f32"):
+                raise SpecError(f"{where}: dtype {v.get('dtype')!r}; expected f16 or f32")
+            values.append(
+                Value(
+                    id=_int(v, "id", where),
+                    width=_int(v, "width", where),
+                    dtype=v["dtype"],
+                    padded_width=_int(v, "padded_width", where),
+                    smem_offset=_int(v, "smem_offset", where),
+                    row_stride=_int(v, "row_stride", where),
+                )
+            )
+        stages = [_stage_from_spec(s, i, name) for i, s in enumerate(k.get("stages") or [])]
+        plan = cls(
+            name=name,
+            in_width=_int(k, "in_width", name),
+            out_width=_int(k, "out_width", name),
+            tile_rows=_int(k, "tile_rows", name),
+            warps=_int(k, "warps", name),
+            smem_bytes=_int(k, "smem_bytes", name),
+            values=tuple(values),
+            stages=tuple(stages),
+            weight_smem_offset=_int(k, "weight_smem_offset", name),
+            weight_buffers=_int(k, "weight_buffers", name),
+            smem_pad=smem_pad,
+            fault=k.get("fault", ""),
+        )
+        if _int(k, "threads", name) != plan.threads:
+            raise SpecError(f"{name}: threads {k['threads']} is not 32 * warps ({plan.threads})")
+        plan.check()
+        return plan
+
+    def check(self) -> None:
+        """Every rule the generator relies on; SpecError naming the first broken one."""
+        n, vals, sts = self.name, self.values, self.stages
+        if not sts:
+            raise SpecError(f"{n}: the chain has no stage")
+        if self.tile_rows not in (16, 32, 64) or not 1 <= self.warps <= 32:
+            raise SpecError(f"{n}: tile_rows {self.tile_rows} / warps {self.warps} unsupported")
+        if self.weight_buffers not in (1, 2):
+            raise SpecError(f"{n}: weight_buffers {self.weight_buffers}; expected 1 or 2")
+        if len(vals) != len(sts) + 1 or any(v.id != i for i, v in enumerate(vals)):
+            raise SpecError(f"{n}: values must be ids 0..{len(sts)} in order, one per stage + X")
+        last = len(vals) - 1
+        x, y = vals[0], vals[last]
+        if x.width != self.in_width or x.dtype != "f16" or x.smem_offset < 0:
+            raise SpecError(f"{n}: value 0 must be X: fp16, width in_width, in shared memory")
+        if y.width != self.out_width or y.dtype != "f32":
+            raise SpecError(f"{n}: the last value must be Y: fp32, width out_width")
+        for v in vals:
+            w = f"{n}: value {v.id}"
+            if v.width < 1 or v.padded_width < v.width or v.padded_width % 16:
+                raise SpecError(
+                    f"{w}: padded_width {v.padded_width} must be a multiple of 16 >= "
+                    f"width {v.width}"
+                )
+            if v.smem_offset == -1:
+                if v.id != last:
+                    raise SpecError(f"{w}: only Y may live outside shared memory")
+                continue
+            end = v.smem_offset + (self.tile_rows - 1) * v.row_stride * v.elem_bytes
+            end += v.padded_width * v.elem_bytes
+            if v.smem_offset < 0 or v.smem_offset % 16 or end > self.smem_bytes:
+                raise SpecError(
+                    f"{w}: smem_offset {v.smem_offset} is not 16-byte aligned or "
+                    f"the slot ends past smem_bytes {self.smem_bytes}"
+                )
+            if v.row_stride < v.padded_width or (v.row_stride * v.elem_bytes) % 16:
+                raise SpecError(
+                    f"{w}: row_stride {v.row_stride} must cover padded_width and "
+                    "keep rows 16-byte aligned"
+                )
+        for i, s in enumerate(sts):
+            w = f"{n}: stages[{i}] ({s.op})"
+            if s.dst != i + 1:
+                raise SpecError(f"{w}: dst {s.dst}; stage {i} produces value {i + 1}")
+            for r in s.reads:
+                if not 0 <= r <= i:
+                    raise SpecError(f"{w}: reads value {r}, which is not produced before it")
+                if vals[r].smem_offset < 0:
+                    raise SpecError(f"{w}: reads value {r}, which has no shared-memory slot")
+            dst = vals[s.dst]
+            if s.op in ("linear", "gated"):
+                self._check_mm(s, w)
+            elif s.op == "add":
+                if not vals[s.a].width == vals[s.b_src].width == dst.width:
+                    raise SpecError(f"{w}: widths of a, b and dst differ")
+            elif vals[s.src].width != dst.width:
+                raise SpecError(f"{w}: src width {vals[s.src].width} != dst width {dst.width}")
+            for op, v in s.epilogue:
+                if op in ("add", "mul") and vals[v].width != dst.width:
+                    raise SpecError(
+                        f"{w}: epilogue {op} of value {v} (width {vals[v].width}) "
+                        f"into width {dst.width}"
+                    )
+            for off in (s.w, s.wg, s.wu, s.b, s.bg, s.bu, s.gamma, s.beta):
+                if off >= 0 and off % 8:
+                    raise SpecError(f"{w}: weight offset {off} is not a multiple of 8 elements")
+        ring = self.weight_smem_offset + self.weight_buffers * self.ring_bytes()
+        if self.ring_bytes() and (self.weight_smem_offset % 16 or ring > self.smem_bytes):
+            raise SpecError(
+                f"{n}: the weight ring [{self.weight_smem_offset}, {ring}) is not "
+                f"16-byte aligned or ends past smem_bytes {self.smem_bytes}"
+            )
+
+    def _check_mm(self, s: Stage, w: str) -> None:
+        src, dst = self.values[s.src], self.values[s.dst]
+        if src.dtype != "f16":
+            raise SpecError(f"{w}: src value {s.src} is {src.dtype}; a matmul reads fp16")
+        if s.k != src.width or s.n != dst.width:
+            raise SpecError(
+                f"{w}: k {s.k} / n {s.n} disagree with the widths of values "
+                f"{s.src} ({src.width}) and {s.dst} ({dst.width})"
+            )
+        if s.k_chunk < 16 or s.k_chunk % 16 or s.n_chunk < 16 or s.n_chunk % 16:
+            raise SpecError(
+                f"{w}: k_chunk {s.k_chunk} / n_chunk {s.n_chunk} must be positive multiples of 16"
+            )
+        if s.k_pad % s.k_chunk or not s.k <= s.k_pad <= src.padded_width:
+            raise SpecError(
+                f"{w}: k_pad {s.k_pad} must be whole k chunks, cover k and stay "
+                f"inside value {s.src}'s padded width {src.padded_width}"
+            )
+        if (
+            s.n_pad % s.n_chunk
+            or s.n_pad < s.n
+            or (dst.smem_offset >= 0 and s.n_pad < dst.padded_width)
+        ):
+            raise SpecError(
+                f"{w}: n_pad {s.n_pad} must be whole n chunks and cover n (and the "
+                f"padded width of value {s.dst})"
+            )
+
+
+def _act(fn: str, x):
+    """F(x) in fp32 (cutlass.cute.math, full precision)."""
+    f32 = cutlass.Float32
+    if fn == "identity":
+        return x
+    if fn == "relu":
+        return cute.arch.fmax(x, f32(0.0))
+    if fn == "gelu_erf":
+        return f32(0.5) * x * (f32(1.0) + cute.math.erf(x * f32(1.0 / math.sqrt(2.0))))
+    if fn == "gelu_tanh":
+        inner = f32(math.sqrt(2.0 / math.pi)) * (x + f32(0.044715) * x * x * x)
+        return f32(0.5) * x * (f32(1.0) + cute.math.tanh(inner))
+    if fn == "sigmoid":
+        return f32(1.0) / (f32(1.0) + cute.math.exp(-x))
+    if fn == "silu":
+        return x / (f32(1.0) + cute.math.exp(-x))
+    if fn == "tanh":
+        return cute.math.tanh(x)
+    raise SpecError(f"unknown activation {fn!r}")
+
+
+class ChainKernel(TileOps):
+    """Generates the chain_mma kernel of a `ChainPlan` (see module docstring)."""
+
+    def __init__(self, plan: ChainPlan):
+        self.p = plan
+        self.threads = plan.threads
+        self.fault = plan.fault  # the tile stager's planted fault (tests of the gates only)
+        self.tm = plan.tile_rows
+        self.vx = _vec_elems(plan.in_width, 2)
+
+    # ------------------------------------------------------------------ host side
+    @cute.jit
+    def __call__(
+        self,
+        mX: cute.Tensor,
+        mWh: cute.Tensor,
+        mWf: cute.Tensor,
+        mY: cute.Tensor,
+        rows: cutlass.Int32,
+        grid: cutlass.Int32,
+        stream: cuda.CUstream,
+    ):
+        self.kernel(mX, mWh, mWf, mY, rows).launch(
+            grid=(grid, 1, 1),
+            block=(self.threads, 1, 1),
+            smem=self.p.smem_bytes,
+            stream=stream,
+        )
+
+    # ------------------------------------------------------------------ device side
+    @cute.kernel
+    def kernel(
+        self,
+        mX: cute.Tensor,
+        mWh: cute.Tensor,
+        mWf: cute.Tensor,
+        mY: cute.Tensor,
+        rows: cutlass.Int32,
+    ):
+        p, tm = self.p, self.tm
+        tid, _, _ = cute.arch.thread_idx()
+        bid, _, _ = cute.arch.block_idx()
+        nblk, _, _ = cute.arch.grid_dim()
+        smem = cutlass.utils.SmemAllocator()
+        base = smem.allocate(p.smem_bytes, 128)
+        slots = [self.slot(base, v) for v in p.values]
+        ntiles = (rows + tm - 1) // tm
+        for tile in cutlass.range(bid, ntiles, nblk):
+            row0 = tile * tm
+            nrows = rows - row0
+            self.stage(
+                mX, slots[0], row0, nrows, 0, p.in_width, tm, p.values[0].padded_width, self.vx, tid
+            )
+            cute.arch.cp_async_commit_group()
+            cute.arch.cp_async_wait_group(0)
+            cute.arch.sync_threads()
+            ctx = (mWh, mWf, mY, slots, base, row0, nrows, tid)
+            for s in p.stages:
+                if cutlass.const_expr(s.op in ("linear", "gated")):
+                    self.matmul_stage(ctx, s)
+                elif cutlass.const_expr(s.op == "norm"):
+                    self.norm_stage(ctx, s)
+                else:
+                    self.elementwise_stage(ctx, s)
+            if cutlass.const_expr(p.values[-1].smem_offset >= 0):
+                self.copy_out(ctx)
+
+    def slot(self, base, v: Value):
+        """Value v's tile [tile_rows, padded_width] in shared memory (None for Y outside)."""
+        if v.smem_offset < 0:
+            return None
+        dt = cutlass.Float16 if v.dtype == "f16" else cutlass.Float32
+        ptr = cute.recast_ptr(base + v.smem_offset, dtype=dt)
+        return cute.make_tensor(
+            ptr, cute.make_layout((self.tm, v.padded_width), stride=(v.row_stride, 1))
+        )
+
+    def ring(self, base, s: Stage, mat: int):
+        """Ring tiles of matrix `mat` of stage s: [k_chunk, n_chunk, weight_buffers]."""
+        p = self.p
+        rs = s.n_chunk + p.smem_pad
+        ptr = cute.recast_ptr(
+            base + p.weight_smem_offset + mat * s.k_chunk * rs * 2, dtype=cutlass.Float16
+        )
+        return cute.make_tensor(
+            ptr,
+            cute.make_layout(
+                (s.k_chunk, s.n_chunk, p.weight_buffers), stride=(rs, 1, p.ring_bytes() // 2)
+            ),
+        )
+
+    def f16(self, vid: int) -> bool:
+        return self.p.values[vid].dtype == "f16"
+
+    def warps_n_of(self, s: Stage) -> int:
+        """Warps along the columns of stage s's MMA (module docstring)."""
+        q = s.n_chunk // 16
+        return max(d for d in range(1, self.p.warps_n + 1) if q % d == 0)
+
+    # ------------------------------------------------------------------ value access
+    @cute.jit
+    def load(self, t: cute.Tensor, f16: cutlass.Constexpr, r, c):
+        """Element (r, c) of a value's slot as fp32 (f16: the value is stored fp16)."""
+        if cutlass.const_expr(f16):
+            return t[r, c].to(cutlass.Float32)
+        return t[r, c]
+
+    @cute.jit
+    def put(self, ctx, t, val: cutlass.Constexpr, r, c, v):
+        """Stores fp32 v as value `val` at (r, c): into its slot t at its dtype when
+        c < padded_width (v is 0 for padding columns), or to Y in global memory when
+        r < rows and c < N_out (t is None then)."""
+        mWh, mWf, mY, slots, base, row0, nrows, tid = ctx
+        if cutlass.const_expr(val.smem_offset < 0):
+            if r < nrows and c < val.width:
+                mY[row0 + r, c] = v
+        else:
+            if c < val.padded_width:
+                if cutlass.const_expr(val.dtype == "f16"):
+                    t[r, c] = v.to(cutlass.Float16)
+                else:
+                    t[r, c] = v
+
+    # ------------------------------------------------------------------ stage templates
+    @cute.jit
+    def matmul_stage(self, ctx, s: cutlass.Constexpr):
+        """linear / gated: n chunks outermost (runtime loop), k chunks unrolled; W tiles
+        stream through the ring (double-buffered when weight_buffers == 2)."""
+        mWh, mWf, mY, slots, base, row0, nrows, tid = ctx
+        p, tm, f16 = self.p, self.tm, cutlass.Float16
+        kc, nc = s.k_chunk, s.n_chunk
+        nk, nn = s.k_pad // kc, s.n_pad // nc
+        wn = self.warps_n_of(s)
+        active = 32 * p.warps_m * wn
+        op = warp.MmaF16BF16Op(f16, cutlass.Float32, (16, 8, 16))
+        tiled_mma = cute.make_tiled_mma(
+            op, cute.make_layout((p.warps_m, wn, 1)), permutation_mnk=(p.warps_m * 16, wn * 16, 16)
+        )
+        thr_mma = tiled_mma.get_slice(tid % active)
+        s2r_a = cute.make_tiled_copy_A(
+            cute.make_copy_atom(warp.LdMatrix8x8x16bOp(False, 4), f16), tiled_mma
+        )
+        s2r_b = cute.make_tiled_copy_B(
+            cute.make_copy_atom(warp.LdMatrix8x8x16bOp(True, 4), f16), tiled_mma
+        )
+        thr_a = s2r_a.get_slice(tid % active)
+        thr_b = s2r_b.get_slice(tid % active)
+        tCc = thr_mma.partition_C(cute.make_identity_tensor((tm, nc)))
+        offs = (s.w,) if s.op == "linear" else (s.wg, s.wu)
+        gws = [
+            cute.make_tensor(mWh.iterator + off, cute.make_layout((s.k, s.n), stride=(s.n, 1)))
+            for off in offs
+        ]
+        rings = [self.ring(base, s, m) for m in range(s.mats)]
+        vw = _vec_elems(s.n, 2)
+        src = slots[s.src]
+        nbuf = p.weight_buffers
+
+        # the first W tile
+        for m in cutlass.range_constexpr(s.mats):
+            self.stage(gws[m], rings[m][None, None, 0], 0, s.k, 0, s.n, kc, nc, vw, tid)
+        cute.arch.cp_async_commit_group()
+        for nj in cutlass.range(nn, unroll=1):
+            accs = [
+                tiled_mma.make_fragment_C(tiled_mma.partition_shape_C((tm, nc)))
+                for _ in range(s.mats)
+            ]
+            for m in cutlass.range_constexpr(s.mats):
+                accs[m].fill(0.0)
+            for kj in cutlass.range_constexpr(nk):
+                buf = 0
+                if cutlass.const_expr(nbuf == 2):
+                    buf = (nj * nk + kj) % 2
+                    # prefetch the next tile into the other buffer (last read one tile ago,
+                    # before that tile's closing barrier)
+                    if cutlass.const_expr(kj + 1 < nk):
+                        for m in cutlass.range_constexpr(s.mats):
+                            self.stage(
+                                gws[m],
+                                rings[m][None, None, 1 - buf],
+                                (kj + 1) * kc,
+                                s.k - (kj + 1) * kc,
+                                nj * nc,
+                                s.n - nj * nc,
+                                kc,
+                                nc,
+                                vw,
+                                tid,
+                            )
+                    else:
+                        if nj + 1 < nn:
+                            for m in cutlass.range_constexpr(s.mats):
+                                self.stage(
+                                    gws[m],
+                                    rings[m][None, None, 1 - buf],
+                                    0,
+                                    s.k,
+                                    (nj + 1) * nc,
+                                    s.n - (nj + 1) * nc,
+                                    kc,
+                                    nc,
+                                    vw,
+                                    tid,
+                                )
+                    cute.arch.cp_async_commit_group()  # (empty after the stage's last tile)
+                    cute.arch.cp_async_wait_group(1)
+                else:
+                    if cutlass.const_expr(kj > 0):
+                        for m in cutlass.range_constexpr(s.mats):
+                            self.stage(
+                                gws[m],
+                                rings[m][None, None, 0],
+                                kj * kc,
+                                s.k - kj * kc,
+                                nj * nc,
+                                s.n - nj * nc,
+                                kc,
+                                nc,
+                                vw,
+                                tid,
+                            )
+                    else:
+                        if nj > 0:
+                            for m in cutlass.range_constexpr(s.mats):
+                                self.stage(
+                                    gws[m],
+                                    rings[m][None, None, 0],
+                                    0,
+                                    s.k,
+                                    nj * nc,
+                                    s.n - nj * nc,
+                                    kc,
+                                    nc,
+                                    vw,
+                                    tid,
+                                )
+                    cute.arch.cp_async_commit_group()
+                    cute.arch.cp_async_wait_group(0)
+                cute.arch.sync_threads()
+                if tid < active:
+                    sA = cute.make_tensor(
+                        src.iterator + kj * kc,
+                        cute.make_layout((tm, kc), stride=(p.values[s.src].row_stride, 1)),
+                    )
+                    for m in cutlass.range_constexpr(s.mats):
+                        sB = cute.make_tensor(
+                            rings[m][None, None, buf].iterator,
+                            cute.make_layout((nc, kc), stride=(1, nc + p.smem_pad)),
+                        )
+                        self.mma(tiled_mma, thr_mma, thr_a, thr_b, sA, sB, accs[m])
+                    if cutlass.const_expr(kj == nk - 1):
+                        self.mm_epilogue(ctx, s, accs, tCc, nj * nc)
+                # every warp is done with this buffer (and, after the last tile, the
+                # epilogue's stores are visible to the next stage)
+                cute.arch.sync_threads()
+
+    @cute.jit
+    def mm_epilogue(self, ctx, s: cutlass.Constexpr, accs, tCc, col0):
+        """Bias, the fused epilogue (linear) or act(g) * u (gated), in fp32; stored at
+        dst's dtype (zeros in dst's padding columns)."""
+        mWh, mWf, mY, slots, base, row0, nrows, tid = ctx
+        f32 = cutlass.Float32
+        for i in cutlass.range_constexpr(cute.size(accs[0])):
+            r = tCc[i][0]
+            c = col0 + tCc[i][1]
+            v = f32(0.0)
+            if c < s.n:
+                if cutlass.const_expr(s.op == "linear"):
+                    v = accs[0][i]
+                    if cutlass.const_expr(s.b >= 0):
+                        v = v + mWf[s.b + c]
+                    for op, arg in s.epilogue:
+                        if cutlass.const_expr(op == "act"):
+                            v = _act(arg, v)
+                        elif cutlass.const_expr(op == "add"):
+                            v = v + self.load(slots[arg], self.f16(arg), r, c)
+                        else:
+                            v = v * self.load(slots[arg], self.f16(arg), r, c)
+                else:
+                    g = accs[0][i]
+                    u = accs[1][i]
+                    if cutlass.const_expr(s.bg >= 0):
+                        g = g + mWf[s.bg + c]
+                    if cutlass.const_expr(s.bu >= 0):
+                        u = u + mWf[s.bu + c]
+                    v = _act(s.fn, g) * u
+            self.put(ctx, slots[s.dst], self.p.values[s.dst], r, c, v)
+
+    @cute.jit
+    def elementwise_stage(self, ctx, s: cutlass.Constexpr):
+        """act / add over the tile: every thread a strided run of elements."""
+        mWh, mWf, mY, slots, base, row0, nrows, tid = ctx
+        dst = self.p.values[s.dst]
+        pw = dst.padded_width
+        for i in cutlass.range(tid, self.tm * pw, self.threads):
+            r = i // pw
+            c = i - r * pw
+            v = cutlass.Float32(0.0)
+            if c < dst.width:
+                if cutlass.const_expr(s.op == "act"):
+                    v = _act(s.fn, self.load(slots[s.src], self.f16(s.src), r, c))
+                else:
+                    v = self.load(slots[s.a], self.f16(s.a), r, c) + self.load(
+                        slots[s.b_src], self.f16(s.b_src), r, c
+                    )
+            self.put(ctx, slots[s.dst], self.p.values[s.dst], r, c, v)
+        cute.arch.sync_threads()
+
+    @cute.jit
+    def norm_stage(self, ctx, s: cutlass.Constexpr):
+        """LayerNorm / RMSNorm over the features of each row: one warp per row, lanes
+        over the columns, statistics in fp32 with butterfly shuffles."""
+        mWh, mWf, mY, slots, base, row0, nrows, tid = ctx
+        f32 = cutlass.Float32
+        p = self.p
+        src = p.values[s.src]
+        dst = p.values[s.dst]
+        width = src.width
+        ncol = (dst.padded_width + 31) // 32
+        nsum = (width + 31) // 32
+        warp_id = tid // 32
+        lane = tid % 32
+        inv_n = f32(1.0 / width)
+        for rr in cutlass.range_constexpr((self.tm + p.warps - 1) // p.warps):
+            r = warp_id + rr * p.warps
+            if r < self.tm:
+                acc = f32(0.0)
+                mean = f32(0.0)
+                if cutlass.const_expr(s.kind == "layernorm"):
+                    for j in cutlass.range(nsum):
+                        c = j * 32 + lane
+                        if c < width:
+                            acc = acc + self.load(slots[s.src], self.f16(s.src), r, c)
+                    mean = cute.arch.warp_reduction_sum(acc) * inv_n
+                    acc = f32(0.0)
+                    for j in cutlass.range(nsum):
+                        c = j * 32 + lane
+                        if c < width:
+                            d = self.load(slots[s.src], self.f16(s.src), r, c) - mean
+                            acc = acc + d * d
+                else:
+                    for j in cutlass.range(nsum):
+                        c = j * 32 + lane
+                        if c < width:
+                            x = self.load(slots[s.src], self.f16(s.src), r, c)
+                            acc = acc + x * x
+                var = cute.arch.warp_reduction_sum(acc) * inv_n
+                rstd = f32(1.0) / cute.math.sqrt(var + f32(s.eps))
+                for j in cutlass.range(ncol):
+                    c = j * 32 + lane
+                    v = f32(0.0)
+                    if c < width:
+                        v = (self.load(slots[s.src], self.f16(s.src), r, c) - mean) * rstd
+                        if cutlass.const_expr(s.gamma >= 0):
+                            v = v * mWf[s.gamma + c]
+                        if cutlass.const_expr(s.beta >= 0):
+                            v = v + mWf[s.beta + c]
+                    self.put(ctx, slots[s.dst], self.p.values[s.dst], r, c, v)
+        cute.arch.sync_threads()
+
+    @cute.jit
+    def copy_out(self, ctx):
+        """Y from its slot to global memory (when the planner gave Y a slot)."""
+        mWh, mWf, mY, slots, base, row0, nrows, tid = ctx
+        y = self.p.values[-1]
+        for i in cutlass.range(tid, self.tm * y.width, self.threads):
+            r = i // y.width
+            c = i - r * y.width
+            if r < nrows:
+                mY[row0 + r, c] = slots[y.id][r, c]
+        cute.arch.sync_threads()
+
+
+def compile_args(plan: ChainPlan):
+    """The fake arguments the kernel is compiled (and exported) for: x [rows, C] fp16,
+    wh [wh_extent] fp16, wf [wf_extent] fp32, y [rows, N_out] fp32, rows, grid, stream;
+    rows is the one dynamic extent."""
+    from cutlass.cute.runtime import make_fake_compact_tensor  # noqa: PLC0415
+
+    def fake(dt, shape):
+        order = tuple(range(len(shape) - 1, -1, -1))
+        return make_fake_compact_tensor(dt, shape, stride_order=order, assumed_align=16)
+
+    rows = cute.SymInt()
+    return (
+        fake(cutlass.Float16, (rows, plan.in_width)),
+        fake(cutlass.Float16, (plan.wh_extent(),)),
+        fake(cutlass.Float32, (plan.wf_extent(),)),
+        fake(cutlass.Float32, (rows, plan.out_width)),
+        1,
+        1,
+        cuda.CUstream(0),
+    )
+
+
+__all__ = [
+    "ACTS",
+    "MODE",
+    "ChainKernel",
+    "ChainPlan",
+    "SpecError",
+    "Stage",
+    "Value",
+    "compile_args",
+]
