@@ -84,59 +84,6 @@ typedef struct rf_compile_options {
 
 void rf_compile_options_default(rf_compile_options_t *options);
 
-/* 1 when the grid rule auto counts registers and balances tiles for schedule s. */
-int rf_schedule_grid_balanced(rf_schedule_t schedule);
-
-/* What the planner knows of one schedule at a shape: whether its kernels fit, and their
- * row tile (0: unknown, then the cost assumes every SM busy); for persistent-wgmma with
- * the blocked weight ring (w1_block > 0) the padded widths and the item width, which its
- * own cost line needs (rf_schedule_blocked_cost_us). */
-typedef struct rf_schedule_fit {
-    int available;
-    int tile_rows;
-    int w1_block, padded_channels, padded_hidden; /* 0 unless the blocked ring */
-} rf_schedule_fit_t;
-
-/* The scheduler: the schedule "auto" stands for at this shape on this target, and why
- * (written into out_reason, at most reason_size bytes). fit[s] for every schedule (NULL:
- * all available, tiles unknown); cuBLASLt is always available. */
-rf_schedule_t rf_schedule_choose(int64_t rows, int64_t channels, int64_t hidden,
-                                 const rf_target_t *target, const rf_schedule_fit_t *fit,
-                                 char *out_reason, size_t reason_size);
-/* After the generator reported its facts: with --schedule auto, a schedule whose kernels
- * spill heavily (more than RF_SPILL_LOCAL_OPS local-memory instructions in one kernel)
- * leaves the competition and the choice is made again among the others; the reason says
- * so. The cost lines assume kernels that keep their accumulators in registers. */
-#define RF_SPILL_LOCAL_OPS 100
-void rf_schedule_rechoose_spills(rf_plan_t *plan);
-/* persistent-wgmma's cost line when its kernel runs the blocked weight ring: steps of one
- * tile per SM, each 4 x tile_rows x padded_channels x padded_hidden FLOPs at the rate of
- * its item width (w1_block 128 or 64 channels). */
-double rf_schedule_blocked_cost_us(int64_t rows, int tile_rows, int padded_channels,
-                                   int padded_hidden, int w1_block, int sm_count);
-/* The fit of every schedule of a plan whose kernels are decided. */
-void rf_schedule_fits(const rf_plan_t *plan, rf_schedule_fit_t fit[RF_SCHEDULE_COUNT]);
-/* The cost model's predicted GPU span of schedule s at this shape, in microseconds, with
- * row tiles of tile_rows (0: unknown) on sm_count SMs. */
-double rf_schedule_cost_us(rf_schedule_t schedule, int64_t rows, int64_t channels, int64_t hidden,
-                           int tile_rows, int sm_count);
-
-/* The geometry of one kernel (the generator builds exactly this). UNSUPPORTED with the
- * reason when the shape does not fit the target (accumulator registers, shared memory). */
-rf_status_t rf_kernel_geometry(rf_kernel_mode_t mode, int channels, int hidden, int tile_rows,
-                               int x_prefetch, int split_w2, int y_vec2, int ring,
-                               const rf_target_t *target, rf_kernel_spec_t *out_spec);
-/* The geometry of the Hopper kernel (mode fused_wgmma, src/compile/tiling_hopper.c) at
- * `rows` rows: tile_rows 0 = auto (64 or 128), else 64 or 128; hidden_split -1 = auto, 0 =
- * one block per tile, 1 = a block pair per tile (UNSUPPORTED where it does not apply). UNSUPPORTED
- * with the reason when TMA's stride rule, the registers or the shared memory rule the shape out. */
-rf_status_t rf_kernel_geometry_hopper(int channels, int hidden, int64_t rows, int tile_rows,
-                                      int hidden_split, const rf_target_t *target,
-                                      rf_kernel_spec_t *out_spec);
-/* Dynamic shared memory of a fused_wgmma kernel, counted as the kernel allocates it. */
-int rf_hopper_smem_bytes(const rf_kernel_spec_t *spec);
-/* Bytes of one stage of a blocked weight ring (w1_block > 0), whole swizzle periods. */
-int rf_hopper_stage_bytes(const rf_kernel_spec_t *spec);
 /* Resident blocks per SM of a kernel: shared memory and threads, and registers when
  * count_registers (and the spec knows them). */
 int rf_kernel_blocks_per_sm(const rf_kernel_spec_t *spec, const rf_target_t *target,

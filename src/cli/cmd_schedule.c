@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "commands.h"
-#include "rowfuse/compile.h"
+#include "compile/compile_internal.h"
 
 int rf_cmd_schedule(int argc, char **argv) {
     long long v[3] = {0, 0, 0};

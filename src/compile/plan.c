@@ -6,7 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "rowfuse/compile.h"
+#include "compile/compile_internal.h"
 
 /* A larger tile re-reads the weights fewer times but leaves SMs idle below ~one tile per
  * SM; X prefetch + split W2 measured a win (or even) from this many rows (notes/kernels.md,

@@ -28,7 +28,7 @@
 #include <math.h>
 #include <stdio.h>
 
-#include "rowfuse/compile.h"
+#include "compile/compile_internal.h"
 
 static const struct {
     double fixed_us, mflop_per_us, mb_per_us;

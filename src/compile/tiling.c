@@ -7,7 +7,7 @@
  * compiles. */
 #include <stdio.h>
 
-#include "rowfuse/compile.h"
+#include "compile/compile_internal.h"
 
 enum {
     SMEM_PAD = RF_SMEM_ROW_PAD,

@@ -35,7 +35,7 @@
  * plus 1 KB of alignment slack. */
 #include <stdio.h>
 
-#include "rowfuse/compile.h"
+#include "compile/compile_internal.h"
 
 enum {
     WG_ROWS = 64,               /* rows of one wgmma (m64) = rows per consumer warpgroup */

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "compile/compile_internal.h"
 #include "rf_test.h"
 #include "rowfuse/compile.h"
 #include "rowfuse/plan.h"

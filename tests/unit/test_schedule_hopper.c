@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "compile/compile_internal.h"
 #include "rf_test.h"
 #include "rowfuse/compile.h"
 #include "rowfuse/plan.h"
