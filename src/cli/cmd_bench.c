@@ -8,12 +8,14 @@
  * torch.compile, Triton) are `python -m rowfuse.bench`; `python -m rowfuse.bench.report`
  * merges both. Built without CUDA, the command says so. */
 #include <errno.h>
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
+#include "args.h"
 #include "commands.h"
 #include "rowfuse/mlp.h"
 #include "rowfuse/plan.h"
@@ -23,23 +25,8 @@
 #endif
 
 static int rf_bench_usage(const char *why) {
-    fprintf(stderr,
-            "rowfuse bench: %s\nusage: rowfuse bench PKGDIR --c [--rows N] [--seed S] "
-            "[--rounds R] [--obs K] [--tol T] [--control-obs K] [--no-span] "
-            "[--span-attribution correlation|order] [--no-ceilings] [--variants A,B] "
-            "[--git-rev REV] [-o out.json]\n",
-            why);
-    return 2;
-}
-
-static int rf_bench_parse_ll(const char *s, long long lo, long long *out) {
-    char *end = NULL;
-    errno = 0;
-    long long v = strtoll(s, &end, 10);
-    if (errno || !end || *end || end == s || v < lo)
-        return -1;
-    *out = v;
-    return 0;
+    return rf_cli_report("bench",
+                         RF_ERR(RF_CODE_INVALID_ARGUMENT, "%s (rowfuse bench --help)", why));
 }
 
 #ifdef RF_HAVE_BENCH
@@ -52,7 +39,7 @@ static void rf_bench_progress(void *ctx, const char *line) {
 int rf_cmd_bench(int argc, char **argv) {
     const char *pkg = NULL, *out_path = NULL, *git = NULL, *variants = NULL;
     int c_host = 0, span = 1, ceilings = 1;
-    long long rows = 0, seed = -1, rounds = 5, obs = 200, control = 200;
+    int64_t rows = 0, seed = -1, rounds = 5, obs = 200, control = 200;
     const char *attribution = "correlation";
     double tol = rf_mlp_tolerance_default().step_fraction;
     for (int i = 0; i < argc; i++) {
@@ -83,8 +70,11 @@ int rf_cmd_bench(int argc, char **argv) {
         } else if (!strcmp(a, "--no-span")) {
             span = 0;
         } else if (!strcmp(a, "--control-obs")) {
-            if (!val || rf_bench_parse_ll(val, 0, &control))
-                return rf_bench_usage("expected an integer >= 0 after --control-obs");
+            if (!val)
+                return rf_bench_usage("--control-obs needs a value");
+            rf_status_t bad = rf_cli_parse_int64(a, val, 0, 100000, &control);
+            if (bad)
+                return rf_cli_report("bench", bad);
             i++;
         } else if (!strcmp(a, "--span-attribution")) {
             if (!val || (strcmp(val, "correlation") && strcmp(val, "order")))
@@ -93,18 +83,23 @@ int rf_cmd_bench(int argc, char **argv) {
             i++;
         } else if (!strcmp(a, "--rows") || !strcmp(a, "--seed") || !strcmp(a, "--rounds") ||
                    !strcmp(a, "--obs")) {
-            long long *dst = !strcmp(a, "--rows")     ? &rows
-                             : !strcmp(a, "--seed")   ? &seed
-                             : !strcmp(a, "--rounds") ? &rounds
-                                                      : &obs;
-            if (!val || rf_bench_parse_ll(val, !strcmp(a, "--seed") ? 0 : 1, dst))
-                return rf_bench_usage("expected a positive integer after --rows/--rounds/--obs "
-                                      "(or >= 0 after --seed)");
+            int64_t *dst = !strcmp(a, "--rows")     ? &rows
+                           : !strcmp(a, "--seed")   ? &seed
+                           : !strcmp(a, "--rounds") ? &rounds
+                                                    : &obs;
+            int64_t hi = dst == &seed || dst == &rows ? INT64_MAX : 1000000;
+            if (!val)
+                return rf_bench_usage("missing value after --rows/--seed/--rounds/--obs");
+            rf_status_t bad = rf_cli_parse_int64(a, val, dst == &seed ? 0 : 1, hi, dst);
+            if (bad)
+                return rf_cli_report("bench", bad);
             i++;
         } else if (!strcmp(a, "--tol")) {
-            char *end = NULL;
-            if (!val || !((tol = strtod(val, &end)) > 0) || *end)
-                return rf_bench_usage("expected a positive number after --tol");
+            if (!val)
+                return rf_bench_usage("missing value after --tol");
+            rf_status_t bad = rf_cli_parse_double(a, val, 0.0, INFINITY, &tol);
+            if (bad)
+                return rf_cli_report("bench", bad);
             i++;
         } else if (!strcmp(a, "-o") || !strcmp(a, "--git-rev")) {
             if (!val)
@@ -115,8 +110,9 @@ int rf_cmd_bench(int argc, char **argv) {
                 git = val;
             i++;
         } else if (a[0] == '-') {
-            fprintf(stderr, "rowfuse bench: unknown option '%s'\n", a);
-            return rf_bench_usage("see usage");
+            char why[128];
+            snprintf(why, sizeof why, "unknown option '%.64s'", a);
+            return rf_bench_usage(why);
         } else if (!pkg) {
             pkg = a;
         } else {
@@ -148,7 +144,7 @@ int rf_cmd_bench(int argc, char **argv) {
     o.timing.rounds = (int)rounds;
     o.timing.observations = (int)obs;
     o.timing.span = span;
-    o.timing.control_observations = (int)(control > 100000 ? 100000 : control);
+    o.timing.control_observations = (int)control;
     rf_status_t pst = rf_bench_attribution_parse(attribution, &o.timing.attribution);
     if (pst)
         return rf_cli_report("bench", pst);

@@ -6,23 +6,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "args.h"
 #include "commands.h"
 
 #ifdef RF_HAVE_CUDA
 #include "check/check.h"
-
-static void print_usage(FILE *f) {
-    fprintf(f, "usage: rowfuse check [PKGDIR...] [--shapes LIST] [--variants LIST] [--seed N]\n"
-               "                     [--replays N] [--json OUT.json]\n"
-               "  --shapes    comma list of ROWS (every package) or ROWSxCxH (packages of that C\n"
-               "              and H; else the cuBLASLt baseline alone); default: the plan's rows\n"
-               "  --variants  comma list of schedule names (rowfuse/plan.h); default: all the\n"
-               "              package has, and the vendor baseline\n"
-               "  --replays   N more replays must reproduce Y bit for bit\n"
-               "Pass (src/check/README.md): after CUDA Graph replays into Y poisoned with NaN\n"
-               "and with a finite sentinel, every element within its derived allowance of the\n"
-               "CPU reference in mixed precision and the whole within 0.3 of the fp16 step.\n");
-}
 
 static void print_table(const rf_device_info_t *d, const rf_check_result_t *res, int n) {
     int passed = 0;
@@ -74,13 +62,8 @@ int rf_cmd_check(int argc, char **argv) {
     for (int i = 0; i < argc && !st; i++) {
         const char *arg = argv[i];
         const char *val = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!strcmp(arg, "-h") || !strcmp(arg, "--help")) {
-            print_usage(stdout);
-            free(dirs);
-            return 0;
-        } else if (!strcmp(arg, "--shapes") || !strcmp(arg, "--variants") ||
-                   !strcmp(arg, "--seed") || !strcmp(arg, "--json") || !strcmp(arg, "--device") ||
-                   !strcmp(arg, "--replays")) {
+        if (!strcmp(arg, "--shapes") || !strcmp(arg, "--variants") || !strcmp(arg, "--seed") ||
+            !strcmp(arg, "--json") || !strcmp(arg, "--device") || !strcmp(arg, "--replays")) {
             if (!val) {
                 st = RF_ERR(RF_CODE_INVALID_ARGUMENT, "%s needs a value", arg);
                 break;
@@ -94,13 +77,13 @@ int rf_cmd_check(int argc, char **argv) {
             } else if (!strcmp(arg, "--variants")) {
                 o.variants = val;
             } else if (!strcmp(arg, "--seed")) {
-                o.seed = strtoull(val, NULL, 10);
+                int64_t seed = 0;
+                st = rf_cli_parse_int64(arg, val, 0, INT64_MAX, &seed);
+                o.seed = (uint64_t)seed;
             } else if (!strcmp(arg, "--device")) {
-                o.device = atoi(val);
+                st = rf_cli_parse_int(arg, val, 0, 1023, &o.device);
             } else if (!strcmp(arg, "--replays")) {
-                o.replays = atoi(val);
-                if (o.replays < 0 || o.replays > 100000)
-                    st = RF_ERR(RF_CODE_INVALID_ARGUMENT, "--replays %s outside 0..100000", val);
+                st = rf_cli_parse_int(arg, val, 0, 100000, &o.replays);
             } else {
                 json = val;
             }

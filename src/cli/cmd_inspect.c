@@ -1,8 +1,9 @@
 /* `rowfuse inspect PKG [ARTIFACT] [--sass]`: lists a package's files (plan, weights,
- * kernels, PTX, SASS, DSL IR) or prints one. --sass disassembles every kernel cubin in the
- * package with cuobjdump (on a machine that has it, e.g. the GPU machine) into
- * <kernel>.cubin.sass, for packages built where no disassembler was found. A lab folder
- * (`rowfuse lab`) is listed from its index.json: each artifact with its stage and size. */
+ * kernels, PTX, SASS, DSL IR) or prints one. --sass prints the kernels' SASS: the .sass
+ * files the package holds (written at compile time where nvdisasm was found). A package
+ * without them has its kernel cubins disassembled with cuobjdump (on a machine that has
+ * it) into <kernel>.cubin.sass, which are then printed. A lab folder (`rowfuse lab`) is
+ * listed from its index.json: each artifact with its stage and size. */
 #define _POSIX_C_SOURCE 200809L
 #include <cjson/cJSON.h>
 #include <dirent.h>
@@ -10,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 
 #include "commands.h"
 
@@ -18,8 +20,52 @@ static int rf_has_suffix(const char *s, const char *suffix) {
     return n >= m && !strcmp(s + n - m, suffix);
 }
 
-/* Walks dir (depth-limited); lists files, or disassembles binaries when sass is set. */
-static rf_status_t rf_walk(const char *root, const char *rel, int depth, int sass, int *count) {
+typedef enum rf_walk_mode {
+    RF_WALK_LIST,  /* print each file's path and size */
+    RF_WALK_SASS,  /* print each .sass file */
+    RF_WALK_CUBIN, /* disassemble each .cubin with cuobjdump, then print it */
+} rf_walk_mode_t;
+
+/* Copies the file at path to stdout. */
+static rf_status_t rf_cat(const char *path, const char *what) {
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return RF_ERR(RF_CODE_IO_ERROR, "cannot read '%s'", what);
+    char buf[65536];
+    size_t n;
+    while ((n = fread(buf, 1, sizeof buf, f)) > 0)
+        fwrite(buf, 1, n, stdout);
+    fclose(f);
+    return RF_OK;
+}
+
+/* Disassembles one cubin into <cubin>.sass with cuobjdump and prints it. */
+static rf_status_t rf_disassemble(const char *cubin, const char *rel) {
+    char cmd[17000], out[8200];
+    snprintf(out, sizeof out, "%s.sass", cubin);
+    snprintf(cmd, sizeof cmd, "cuobjdump --dump-sass '%s' > '%s' 2>/dev/null", cubin, out);
+    if (strchr(cubin, '\''))
+        return RF_ERR(RF_CODE_INVALID_ARGUMENT, "'%s': a quote in the path", rel);
+    int rc = system(cmd);
+    if (rc == -1 || !WIFEXITED(rc) || WEXITSTATUS(rc) == 127) {
+        remove(out);
+        return RF_ERR(RF_CODE_NOT_FOUND,
+                      "the package holds no .sass files and cuobjdump (CUDA toolkit) is not on "
+                      "PATH to disassemble '%s'; compile where nvdisasm is, or run this where "
+                      "the CUDA toolkit is",
+                      rel);
+    }
+    if (WEXITSTATUS(rc) != 0) {
+        remove(out);
+        return RF_ERR(RF_CODE_INTERNAL, "cuobjdump failed on '%s'", rel);
+    }
+    printf("// %s (cuobjdump)\n", rel);
+    return rf_cat(out, rel);
+}
+
+/* Walks dir (depth-limited) doing `mode` to each file; counts the files it acted on. */
+static rf_status_t rf_walk(const char *root, const char *rel, int depth, rf_walk_mode_t mode,
+                           int *count) {
     char path[4096];
     snprintf(path, sizeof path, "%s%s%s", root, rel[0] ? "/" : "", rel);
     struct dirent **entries = NULL;
@@ -39,26 +85,22 @@ static rf_status_t rf_walk(const char *root, const char *rel, int depth, int sas
             continue;
         if (S_ISDIR(sb.st_mode)) {
             if (depth < 4)
-                st = rf_walk(root, child_rel, depth + 1, sass, count);
+                st = rf_walk(root, child_rel, depth + 1, mode, count);
             continue;
         }
-        if (!sass) {
+        if (mode == RF_WALK_LIST) {
             printf("  %-60s %10lld bytes\n", child_rel, (long long)sb.st_size);
             (*count)++;
-        } else if (rf_has_suffix(child, ".cubin")) {
+        } else if (mode == RF_WALK_SASS && rf_has_suffix(child, ".sass")) {
+            printf("// %s\n", child_rel);
+            st = rf_cat(child, child_rel);
+            (*count)++;
+        } else if (mode == RF_WALK_CUBIN && rf_has_suffix(child, ".cubin")) {
             /* The kernel objects embed their cubins as plain data, not as fatbin
              * sections, so cuobjdump finds nothing in .o/.so: disassemble the cubins the
              * package keeps beside them. */
-            char cmd[17000];
-            snprintf(cmd, sizeof cmd, "cuobjdump --dump-sass '%s' > '%s.sass' 2>/dev/null", child,
-                     child);
-            if (strchr(child, '\'') || system(cmd) != 0)
-                st = RF_ERR(RF_CODE_NOT_FOUND,
-                            "cuobjdump failed on '%s' (is the CUDA toolkit on PATH?)", child_rel);
-            else {
-                printf("  wrote %s.sass\n", child_rel);
-                (*count)++;
-            }
+            st = rf_disassemble(child, child_rel);
+            (*count)++;
         }
     }
     for (int i = 0; i < n; i++)
@@ -125,9 +167,8 @@ int rf_cmd_inspect(int argc, char **argv) {
                 "inspect", RF_ERR(RF_CODE_INVALID_ARGUMENT, "unexpected argument '%s'", argv[i]));
     }
     if (!pkg)
-        return rf_cli_report(
-            "inspect",
-            RF_ERR(RF_CODE_INVALID_ARGUMENT, "usage: rowfuse inspect PKGDIR [ARTIFACT] [--sass]"));
+        return rf_cli_report("inspect", RF_ERR(RF_CODE_INVALID_ARGUMENT, "usage: rowfuse %s",
+                                               rf_cli_synopsis("inspect")));
     if (artifact) {
         if (strstr(artifact, ".."))
             return rf_cli_report("inspect",
@@ -140,12 +181,8 @@ int rf_cmd_inspect(int argc, char **argv) {
             return rf_cli_report(
                 "inspect",
                 RF_ERR(RF_CODE_NOT_FOUND, "package '%s' has no artifact '%s'", pkg, artifact));
-        char buf[65536];
-        size_t n;
-        while ((n = fread(buf, 1, sizeof buf, f)) > 0)
-            fwrite(buf, 1, n, stdout);
         fclose(f);
-        return 0;
+        return rf_cli_report("inspect", rf_cat(path, artifact));
     }
     int count = 0, lab = 0;
     if (!sass) {
@@ -154,8 +191,10 @@ int rf_cmd_inspect(int argc, char **argv) {
             return rf_cli_report("inspect", st);
         printf("package %s:\n", pkg);
     }
-    rf_status_t st = rf_walk(pkg, "", 0, sass, &count);
+    rf_status_t st = rf_walk(pkg, "", 0, sass ? RF_WALK_SASS : RF_WALK_LIST, &count);
     if (!st && sass && count == 0)
-        st = RF_ERR(RF_CODE_NOT_FOUND, "package '%s' holds no .cubin to disassemble", pkg);
+        st = rf_walk(pkg, "", 0, RF_WALK_CUBIN, &count);
+    if (!st && sass && count == 0)
+        st = RF_ERR(RF_CODE_NOT_FOUND, "package '%s' holds no .sass and no .cubin files", pkg);
     return rf_cli_report("inspect", st);
 }

@@ -1,10 +1,13 @@
-/* `rowfuse run MODEL.onnx --input X.npy --output Y.npy --cpu [--precision fp64|mixed]`:
- * runs a verified graph on the CPU reference interpreter. Inputs are matched to graph
- * inputs in order and must have exactly the graph input's shape; any float dtype is
- * accepted. Outputs: f64 .npy for fp64, f32 .npy for mixed. */
+/* `rowfuse run MODEL.onnx --input X.npy --output Y.npy [--precision fp64|mixed]`: runs a
+ * verified graph on the CPU reference interpreter, its only mode (`--cpu`, once required,
+ * is still accepted and changes nothing). Inputs are matched to graph
+ * inputs in order and must have exactly the graph input's shape; a float input accepts any
+ * float dtype, an integer or bool input its declared dtype. Outputs: f64 .npy for fp64, f32
+ * .npy for mixed. */
 #include <stdio.h>
 #include <string.h>
 
+#include "args.h"
 #include "commands.h"
 #include "load.h"
 #include "rowfuse/ref.h"
@@ -20,16 +23,25 @@ static rf_status_t rf_run_check_input(const rf_graph_t *g, int i, const char *pa
         return RF_ERR(RF_CODE_SHAPE_ERROR, "%s: shape %s does not match model input '%s' %s", path,
                       rf_shape_format(&t->shape, got, sizeof got), v->name,
                       rf_shape_format(&v->shape, want, sizeof want));
-    if (t->dtype != RF_DTYPE_F16 && t->dtype != RF_DTYPE_F32 && t->dtype != RF_DTYPE_F64)
+    int data_float =
+        t->dtype == RF_DTYPE_F16 || t->dtype == RF_DTYPE_F32 || t->dtype == RF_DTYPE_F64;
+    int model_float = v->dtype == RF_DTYPE_F16 || v->dtype == RF_DTYPE_F32 ||
+                      v->dtype == RF_DTYPE_F64 || v->dtype == RF_DTYPE_BF16;
+    if (model_float && !data_float)
         return RF_ERR(RF_CODE_INVALID_ARGUMENT,
                       "%s: dtype %s; model input '%s' takes float data (f16, f32 or f64)", path,
                       rf_dtype_name(t->dtype), v->name);
+    /* An integer or bool input takes data of exactly its declared dtype. */
+    if (!model_float && t->dtype != v->dtype)
+        return RF_ERR(RF_CODE_INVALID_ARGUMENT, "%s: dtype %s; model input '%s' is declared %s",
+                      path, rf_dtype_name(t->dtype), v->name, rf_dtype_name(v->dtype));
     return RF_OK;
 }
 
 int rf_cmd_run(int argc, char **argv) {
     const char *model = NULL, *inputs[RF_RUN_MAX_IO], *outputs[RF_RUN_MAX_IO];
-    int n_in = 0, n_out = 0, cpu = 0;
+    static const char *const precisions[] = {"fp64", "mixed", NULL};
+    int n_in = 0, n_out = 0, p = 0;
     rf_precision_t precision = RF_PRECISION_FP64;
     for (int i = 0; i < argc; i++) {
         const char *a = argv[i];
@@ -38,17 +50,12 @@ int rf_cmd_run(int argc, char **argv) {
         else if (!strcmp(a, "--output") && i + 1 < argc && n_out < RF_RUN_MAX_IO)
             outputs[n_out++] = argv[++i];
         else if (!strcmp(a, "--cpu"))
-            cpu = 1;
+            continue; /* the only mode */
         else if (!strcmp(a, "--precision") && i + 1 < argc) {
-            const char *p = argv[++i];
-            if (!strcmp(p, "fp64"))
-                precision = RF_PRECISION_FP64;
-            else if (!strcmp(p, "mixed"))
-                precision = RF_PRECISION_MIXED;
-            else
-                return rf_cli_report("run",
-                                     RF_ERR(RF_CODE_INVALID_ARGUMENT,
-                                            "--precision must be fp64 or mixed, not '%s'", p));
+            rf_status_t st = rf_cli_parse_choice(a, argv[++i], precisions, &p);
+            if (st)
+                return rf_cli_report("run", st);
+            precision = p ? RF_PRECISION_MIXED : RF_PRECISION_FP64;
         } else if (a[0] != '-' && !model)
             model = a;
         else
@@ -56,14 +63,8 @@ int rf_cmd_run(int argc, char **argv) {
                                  RF_ERR(RF_CODE_INVALID_ARGUMENT, "unexpected argument '%s'", a));
     }
     if (!model || n_in == 0 || n_out == 0)
-        return rf_cli_report("run", RF_ERR(RF_CODE_INVALID_ARGUMENT,
-                                           "usage: rowfuse run MODEL.onnx --input X.npy "
-                                           "--output Y.npy --cpu [--precision fp64|mixed]"));
-    if (!cpu)
         return rf_cli_report(
-            "run", RF_ERR(RF_CODE_UNSUPPORTED,
-                          "run executes on the CPU reference only (pass --cpu); for the GPU, "
-                          "use `rowfuse compile` then `rowfuse check`"));
+            "run", RF_ERR(RF_CODE_INVALID_ARGUMENT, "usage: rowfuse %s", rf_cli_synopsis("run")));
 
     rf_allocator_t a = rf_allocator_system();
     rf_graph_t *g = NULL;

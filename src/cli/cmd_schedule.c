@@ -5,29 +5,29 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "args.h"
 #include "commands.h"
 #include "compile/compile_internal.h"
 
 int rf_cmd_schedule(int argc, char **argv) {
-    long long v[3] = {0, 0, 0};
+    int64_t v[3] = {0, 0, 0};
     static const char *const names[3] = {"--rows", "--channels", "--hidden"};
     for (int i = 0; i < argc; i++) {
         int k = -1;
         for (int j = 0; j < 3; j++)
             if (!strcmp(argv[i], names[j]))
                 k = j;
-        char *end = NULL;
-        if (k < 0 || i + 1 >= argc || (v[k] = strtoll(argv[i + 1], &end, 10)) < 1 || *end)
+        if (k < 0 || i + 1 >= argc)
             return rf_cli_report("schedule", RF_ERR(RF_CODE_INVALID_ARGUMENT,
-                                                    "usage: rowfuse schedule --rows M --channels C "
-                                                    "--hidden H (each >= 1); bad argument '%s'",
-                                                    argv[i]));
-        i++;
+                                                    "bad argument '%s'; usage: rowfuse %s", argv[i],
+                                                    rf_cli_synopsis("schedule")));
+        rf_status_t st = rf_cli_parse_int64(names[k], argv[++i], 1, RF_MAX_DIM, &v[k]);
+        if (st)
+            return rf_cli_report("schedule", st);
     }
     if (!v[0] || !v[1] || !v[2])
-        return rf_cli_report("schedule", RF_ERR(RF_CODE_INVALID_ARGUMENT,
-                                                "usage: rowfuse schedule --rows M --channels C "
-                                                "--hidden H"));
+        return rf_cli_report("schedule", RF_ERR(RF_CODE_INVALID_ARGUMENT, "usage: rowfuse %s",
+                                                rf_cli_synopsis("schedule")));
     /* the planner itself, so the schedules that cannot fit the shape do not compete */
     rf_compile_options_t o;
     rf_compile_options_default(&o);

@@ -22,9 +22,8 @@ int rf_cmd_verify(int argc, char **argv) {
                 "verify", RF_ERR(RF_CODE_INVALID_ARGUMENT, "unexpected argument '%s'", argv[i]));
     }
     if (!model)
-        return rf_cli_report("verify",
-                             RF_ERR(RF_CODE_INVALID_ARGUMENT,
-                                    "usage: rowfuse verify MODEL.onnx [--contract OUT.json]"));
+        return rf_cli_report("verify", RF_ERR(RF_CODE_INVALID_ARGUMENT, "usage: rowfuse %s",
+                                              rf_cli_synopsis("verify")));
     rf_graph_t *g;
     rf_contract_t *c;
     rf_status_t st = rf_cli_load_verified(model, &g, &c);

@@ -29,4 +29,12 @@ int rf_cli_report(const char *cmd, rf_status_t status);
  * UNSUPPORTED is unusable input rather than a rejected graph). */
 int rf_cli_fail(const char *cmd, rf_status_t status, int exit_status);
 
+/* The command's one-line synopsis from main.c's command table ("compile (MODEL.onnx |
+ * ...) -o PKGDIR"), for usage errors; `cmd` itself when it is not a command. */
+const char *rf_cli_synopsis(const char *cmd);
+
+/* Prints rowfuse's version, the git revision and the CUDA and CuTe DSL versions it was
+ * built with (version.c; the build passes them in). */
+void rf_cli_print_version(FILE *f);
+
 #endif

@@ -88,7 +88,15 @@ def load(paths) -> list[dict]:
                 doc = json.load(f)
         except (OSError, json.JSONDecodeError) as e:
             raise ReportError(f"{p}: cannot read JSON: {e}") from e
-        docs.append(validate(doc, p))
+        if not isinstance(doc, dict) or doc.get("schema") != SCHEMA:
+            raise ReportError(
+                f"{p}: not a benchmark run (want the JSON of `rowfuse bench --c` or "
+                f"`python -m rowfuse.bench`, schema {SCHEMA})"
+            )
+        try:
+            docs.append(validate(doc, p))
+        except (TypeError, AttributeError, KeyError) as e:
+            raise ReportError(f"{p}: does not follow the {SCHEMA} schema ({e!r})") from e
     return docs
 
 
