@@ -1,7 +1,7 @@
-/* Streaming JSON writer (rowfuse/json.h). Keeps only a stack of open containers and a
+/* Streaming JSON writer (base/json.h). Keeps only a stack of open containers and a
  * count per level; every value goes straight to the sink. Misuse and sink failures are
  * recorded once and reported by rf_json_writer_finish, so callers stay linear. */
-#include "rowfuse/json.h"
+#include "base/json.h"
 
 #include <inttypes.h>
 #include <math.h>

@@ -9,7 +9,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "rowfuse/json.h"
+#include "base/json.h"
 #include "rowfuse/mlp.h"
 #include "rowfuse/runtime.h"
 

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "rowfuse/json.h"
+#include "base/json.h"
 #include "rowfuse/mlp.h"
 
 void rf_check_options_default(rf_check_options_t *o) {

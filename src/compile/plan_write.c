@@ -3,8 +3,8 @@
  * runtime's. A kernel is serialised by one function for both files. */
 #include <stdio.h>
 
+#include "base/json.h"
 #include "compile/compile_internal.h"
-#include "rowfuse/json.h"
 #include "rowfuse/tensor.h"
 
 static void write_kernel(rf_json_writer_t *w, const rf_kernel_spec_t *k) {

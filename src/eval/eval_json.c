@@ -3,8 +3,8 @@
  * (accuracy for regression, p-values of slices not judged) are null. */
 #include <math.h>
 
+#include "base/json.h"
 #include "eval/eval_internal.h"
-#include "rowfuse/json.h"
 
 static void rf_json_side(rf_json_writer_t *w, const char *key, const rf_eval_side_t *s,
                          int classify) {

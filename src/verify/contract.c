@@ -6,7 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "rowfuse/json.h"
+#include "base/json.h"
 #include "verify/verify_internal.h"
 
 rf_status_t rf_contract_set_reason(rf_contract_t *c, int value, const char *fmt, ...) {

@@ -1,12 +1,12 @@
-/* Tests for the streaming JSON writer (rowfuse/json.h): exact output for nested
+/* Tests for the streaming JSON writer (base/json.h): exact output for nested
  * documents (compact and pretty), string escaping including invalid UTF-8, doubles that
  * read back bit-exactly, and every misuse and sink failure reported once by finish. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/json.h"
 #include "rf_test.h"
-#include "rowfuse/json.h"
 
 typedef struct {
     char data[4096];

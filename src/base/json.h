@@ -1,5 +1,6 @@
 /* A small streaming JSON writer: objects, arrays, keys, strings (escaped), integers,
- * doubles, booleans and null, written in order to a sink, with nothing buffered.
+ * doubles, booleans and null, written in order to a sink, with nothing buffered. Internal to
+ * rowfuse (not an installed header).
  *
  * Used for the row contract, plan.json and benchmark output. The writer checks that calls
  * nest correctly (a key only inside an object, a value after every key, every begin matched
@@ -15,8 +16,8 @@
  * Ownership: the writer is caller-provided storage (init, no deinit); it lends the sink
  * and allocates nothing.
  */
-#ifndef ROWFUSE_JSON_H
-#define ROWFUSE_JSON_H
+#ifndef RF_BASE_JSON_H
+#define RF_BASE_JSON_H
 
 #include <stddef.h>
 #include <stdint.h>
