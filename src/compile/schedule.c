@@ -1,6 +1,6 @@
 /* The scheduler behind `--schedule auto`: one cost line per schedule, fitted to the H200's
  * GPU spans at the six development shapes (notes/bench.md, run 8, C host), and judged on
- * random shapes it was not fitted to by tests/gpu/regret.sh (notes/bench.md, regret runs):
+ * random shapes it was not fitted to by `tests/gpu/gpu run regret` (notes/bench.md, regret):
  *
  *     t_s = fixed_s + F_s / rate_s + B_s / bandwidth_s
  *
@@ -44,7 +44,7 @@ static const struct {
 /* The blocked ring's own line (persistent-wgmma at C > 256 with streamed weights), fitted
  * to GPU spans from `rowfuse bench --c` (every variant interleaved, or with cuBLASLt: the
  * L2 as other kernels leave it) at eight shapes: 8192x512x2048 and 20000x384x1536, and a
- * seeded random set of the regime (tests/gpu/shapes.py --regret 6 --align 8 --only blocked
+ * seeded random set of the regime (rowfuse.bench.shapes --regret 6 --align 8 --only blocked
  * --seed 2042). The fixed cost is persistent-wgmma's; the two per-FLOP costs were fitted
  * by least squares on relative error; each shape left out in turn was predicted within
  * 22% (median 11%; notes/kernels.md, "the scheduler's line for the blocked ring"). */

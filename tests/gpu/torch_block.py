@@ -1,4 +1,4 @@
-"""The drop-in torch module on the GPU (tests/gpu/run.sh): rowfuse.torch.compile_block on
+"""The drop-in torch module on the GPU (`tests/gpu/gpu run check`): rowfuse.torch.compile_block on
 the example's package, eager and captured in a torch CUDA graph, checked against the C
 reference in mixed precision with the one comparison rule; then weights='module' with a
 module of other weights on the same package. Exits non-zero on any failure.

@@ -1,22 +1,14 @@
-"""The scheduler-regret summary (tests/gpu/regret_summary.py) on synthetic runs: regret
+"""The scheduler-regret summary (rowfuse.bench.regret_summary) on synthetic runs: regret
 arithmetic, ties, a choice the package cannot build, a variant the package cannot build
 (not a candidate), a failed variant and a shape not run (both fail the run)."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import math
-from pathlib import Path
 
 import pytest
-
-ROOT = Path(__file__).resolve().parents[2]
-spec = importlib.util.spec_from_file_location(
-    "regret_summary", ROOT / "tests/gpu/regret_summary.py"
-)
-rs = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(rs)
+from rowfuse.bench import regret_summary as rs
 
 
 def _s(median, half=0.01):

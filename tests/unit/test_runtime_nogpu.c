@@ -4,7 +4,7 @@
  * device every entry point that needs one returns RF_CODE_NO_DEVICE instead of crashing.
  * CUDA_VISIBLE_DEVICES is emptied first, so the test means the same on a GPU machine.
  *
- * With the argument --gpu (tests/gpu/run.sh runs it so on the GPU machine) the GPU is left
+ * With the argument --gpu (`tests/gpu/gpu run check` runs it so on the GPU) the GPU is left
  * visible and the test checks instead what needs one: the stand-in library loads, its
  * launch enqueues nothing, so capturing it must fail with "no kernel node" (the
  * empty-graph error); buffers round-trip; the cuBLASLt variant captures and times, and

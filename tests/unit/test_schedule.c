@@ -40,8 +40,8 @@ static const char *choose(int64_t rows, int64_t c, int64_t h) {
 
 /* The winners measured at the development shapes (notes/bench.md, run 8; 8192x512x2048 from
  * notes/kernels.md, 2026-12-04) among the schedules the
- * model knows; the model was fitted to these spans, so this pins the fit, and tests/gpu/regret.sh
- * judges it on other shapes. */
+ * model knows; the model was fitted to these spans, so this pins the fit, and `tests/gpu/gpu run
+ * regret` judges it on other shapes. */
 static void test_scheduler(void) {
     CHECK(!strcmp(choose(49, 48, 96), "persistent-smem"));
     CHECK(!strcmp(choose(64, 64, 128), "persistent-smem"));

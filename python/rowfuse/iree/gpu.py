@@ -4,7 +4,7 @@ beside the rowfuse runtime running the same kernels from the same package.
     python -m rowfuse.iree.gpu --carry build/mlir-gpu [--iree-mode streams|graphs]
         [--no-rowfuse] [--rounds 5] [--obs 200] -o run.json
 
-The carried folder (tests/gpu/mlir_prepare.sh) holds one `rowfuse iree --device cuda`
+The carried folder (`tests/gpu/gpu prepare mlir`) holds one `rowfuse iree --device cuda`
 module per IREE variant (VARIANT/module.vmfb with its contract.mlir, whose constants are
 the weights it was compiled with) and the rowfuse package those modules' custom
 dispatches took their PTX from (package/), compiled from the same weights.
@@ -257,7 +257,7 @@ def per_dispatch(runs: list[dict]) -> list[str]:
 def main(argv=None) -> int:
     doc = __doc__.split("\n")[0]
     p = argparse.ArgumentParser(prog="python -m rowfuse.iree.gpu", description=doc)
-    p.add_argument("--carry", required=True, help="folder made by tests/gpu/mlir_prepare.sh")
+    p.add_argument("--carry", required=True, help="folder made by tests/gpu/gpu prepare mlir")
     p.add_argument("--iree-mode", choices=["streams", "graphs"], default="streams")
     p.add_argument("--no-rowfuse", action="store_true", help="IREE variants only")
     p.add_argument("--rounds", type=int, default=5)

@@ -351,7 +351,7 @@ def main(argv=None) -> int:
     for name in [n for n in args.models.split(",") if n]:
         folder = os.path.join(args.lab, name)
         if not os.path.isdir(folder):
-            run["models"][name] = {"error": f"{folder} not found (run tests/gpu/lab_prepare.sh)"}
+            run["models"][name] = {"error": f"{folder} not found (run tests/gpu/gpu prepare lab)"}
             progress(f"{name}: {run['models'][name]['error']}")
             continue
         run["models"][name] = run_model(name, folder, args)

@@ -1,12 +1,18 @@
-"""The GPU check's shapes, one "rows channels hidden" per line: the reference shape (49
-rows: a partial row tile), a shape of whole tiles, a partial tile in every dimension (the
-three compute-sanitizer shapes), then N seeded random ones (rows 1..5000, C and H 8..256,
-60% not multiples of 16), each (C, H) once.
+"""The GPU runs' shapes (tests/gpu/gpu), one "rows channels hidden" per line.
 
-    python3 tests/gpu/shapes.py --seed 2026 --random 20
+The check's shapes: the reference shape (49 rows: a partial row tile), a shape of whole
+tiles, a partial tile in every dimension (the three compute-sanitizer shapes), then N
+seeded random ones (rows 1..5000, C and H 8..256, 60% not multiples of 16), each (C, H)
+once.
 
-With --regret N: the scheduler's out-of-sample shapes instead (tests/gpu/regret.sh), one
-"rows channels hidden regime" per line, drawn per regime (never a development shape):
+    python3 -m rowfuse.bench.shapes --seed 2026 --random 20
+
+With --gates N: the planted-fault shapes (`tests/gpu/gpu run gates`), one "rows channels
+hidden class" per line: N seeded shapes per class of GATE_CLASSES plus two fixed ones,
+each with partial tiles where its class has them (see gates_shapes).
+
+With --regret N: the scheduler's out-of-sample shapes instead (`tests/gpu/gpu run regret`),
+one "rows channels hidden regime" per line, drawn per regime (never a development shape):
   tiny      latency-bound: rows 1..256, C and H 8..256
   memory    memory-bound, many rows, few channels: rows 50k..500k, C 8..64, H 8..128
   compute   compute-bound, wide: rows 256..8192, C 256..1024, H 512..2048
@@ -26,7 +32,7 @@ reference of every shape (~6-14 s per GFLOP on one core), so FLOPs are capped: 1
 per shape, 2.6..3.5 GFLOP for two shapes drawn past the scheduler's 2.5 GFLOP crossover
 (one compute, one memory: where it switches to cuBLASLt), 1 GFLOP for the wide ones.
 
-    python3 tests/gpu/shapes.py --seed 2027 --regret 24
+    python3 -m rowfuse.bench.shapes --seed 2027 --regret 24
 """
 
 from __future__ import annotations
@@ -129,14 +135,70 @@ def regret_shapes(
     return out
 
 
+# class: (rows range, C range, H range, partial): the regimes of the schedules a planted
+# fault can sit in. partial: rows not a multiple of 16 and C, H multiples of 8 but not of
+# 16 (partial tiles in every dimension, while the Hopper kernel, which needs multiples of
+# 8, stays in the package); whole: rows a multiple of 64 and C, H multiples of 16.
+GATE_CLASSES = {
+    "tiny": ((2, 256), (24, 256), (24, 256), "partial"),
+    "partial": ((257, 5000), (24, 256), (24, 256), "partial"),
+    "many": ((5000, 40_000), (8, 64), (8, 128), "partial"),
+    "few": ((65, 4224), (32, 256), (256, 1024), "partial"),
+    "blocked": ((100, 2000), (264, 512), (512, 1024), "partial"),
+    "whole": ((64, 4096), (16, 256), (16, 512), "whole"),
+}
+# Shapes where planted faults were seen to pass before (kept in every draw): 100x40x72,
+# partial tiles in every dimension, and 777x24x200 (no-barrier and no-pad passed every
+# variant there while the fused kernels' unwritten shared memory held zeros).
+GATE_FIXED = [(100, 40, 72, "tiny"), (777, 24, 200, "partial")]
+GATE_FLOP_CAP = 0.4e9  # the check's CPU reference of every shape, several at once
+
+
+def _gate_round(v: int, partial: bool, step: int) -> int:
+    """v made a multiple of 8 that is not one of 16 (partial) or a multiple of `step`."""
+    if partial:
+        v = max(8, -(-v // 8) * 8)
+        return v + 8 if v % 16 == 0 else v
+    return max(step, -(-v // step) * step)
+
+
+def gates_shapes(seed: int, per_class: int = 1) -> list[tuple[int, int, int, str]]:
+    """GATE_FIXED, then per_class seeded shapes from each class of GATE_CLASSES (log-uniform
+    within its ranges, at most GATE_FLOP_CAP, no shape twice)."""
+    rng = random.Random(seed)
+    out = list(GATE_FIXED)
+    seen = {s[:3] for s in out}
+    for cls, (r_rng, c_rng, h_rng, kind) in GATE_CLASSES.items():
+        for _ in range(per_class):
+            while True:
+                rows, c, h = (_log_uniform(rng, *r) for r in (r_rng, c_rng, h_rng))
+                if kind == "partial":
+                    rows += 1 if rows % 16 == 0 else 0
+                    c, h = _gate_round(c, True, 8), _gate_round(h, True, 8)
+                else:
+                    rows = _gate_round(rows, False, 64)
+                    c, h = _gate_round(c, False, 16), _gate_round(h, False, 16)
+                ok = c_rng[0] <= c <= c_rng[1] + 8 and h_rng[0] <= h <= h_rng[1] + 8
+                if ok and 4.0 * rows * c * h <= GATE_FLOP_CAP and (rows, c, h) not in seen:
+                    break
+            seen.add((rows, c, h))
+            out.append((rows, c, h, cls))
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--seed", type=int, default=2026)
     ap.add_argument("--random", type=int, default=20)
     ap.add_argument("--regret", type=int, default=0, help="N out-of-sample scheduler shapes")
+    ap.add_argument("--gates", type=int, default=0, help="N planted-fault shapes per class")
     ap.add_argument("--align", type=int, default=1, help="regret shapes: C, H multiples of N")
     ap.add_argument("--only", help="regret shapes: all from this regime")
     a = ap.parse_args()
+    if a.gates:
+        for s in gates_shapes(a.seed, a.gates):
+            print(*s)
+        return
     if a.regret:
         for s in regret_shapes(a.seed, a.regret, a.align, a.only):
             print(*s)

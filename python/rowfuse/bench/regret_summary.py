@@ -1,11 +1,11 @@
-"""The scheduler's out-of-sample regret (tests/gpu/regret.sh): per shape the scheduler's
+"""The scheduler's out-of-sample regret (`tests/gpu/gpu run regret`): per shape the scheduler's
 choice, the fastest variant measured and regret = span(choice) / span(best) - 1, then the
 median and worst regret and how often the choice was the fastest (or tied with it: their
 bootstrap 95% intervals of the median overlap).
 
-    python3 tests/gpu/regret_summary.py build-gpu/regret OUT
+    python3 -m rowfuse.bench.regret_summary build-gpu/regret OUT
 
-Reads REGRET/shapes.tsv (tests/gpu/regret_prepare.sh), REGRET/pkgs/NAME/plan.json (which
+Reads REGRET/shapes.tsv (`tests/gpu/gpu prepare regret`), REGRET/pkgs/NAME/plan.json (which
 schedules the package could build) and OUT/json/NAME.json (`rowfuse bench --c`) and
 OUT/status.tsv (name, exit status, seconds; "skipped" when the time budget ran out).
 Writes OUT/regret.md and OUT/regret.json and prints the table. A variant the package
