@@ -49,6 +49,12 @@ typedef enum rf_op {
     RF_OP_SOFTMAX,
     RF_OP_SQRT,
     RF_OP_POW,
+    RF_OP_RECIPROCAL,
+    RF_OP_NEG,
+    RF_OP_EXP,
+    RF_OP_LOG,
+    RF_OP_ABS,
+    RF_OP_RMS_NORM,
     /* Layout ops: allowed only where they keep rows on axis 0. */
     RF_OP_RESHAPE,
     RF_OP_TRANSPOSE,

@@ -1,7 +1,8 @@
 /* CPU reference interpreter: runs any verified graph on the host.
  *
- * RF_PRECISION_FP64: every op in double; Cast to a float type is the identity (the graph
- * is read as if its float type were double), Cast to an integer type truncates.
+ * RF_PRECISION_FP64: every op in double; Cast to f32/f64 is the identity (the graph is read
+ * as if its fp32 were double), Cast to f16/bf16 rounds to that format (nearest even), Cast
+ * to an integer type truncates.
  * RF_PRECISION_MIXED: the GPU plan's precision: the float graph inputs and the operands of
  * every MatMul/Gemm (weights and activations, so the hidden state too) are rounded to fp16;
  * products are accumulated exactly (in double) and the sum rounded to fp32 (the GPU

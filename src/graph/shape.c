@@ -281,6 +281,25 @@ static rf_status_t infer_layer_norm(rf_infer_t *c) {
     return RF_OK;
 }
 
+/* RMSNormalization (opset 23): X and Scale; one output of X's shape and dtype. */
+static rf_status_t infer_rms_norm(rf_infer_t *c) {
+    RF_RETURN_IF_ERROR_PLAIN(rf_need_inputs(c, 2, 2));
+    const rf_value_t *x = in_val(c, 0), *p = in_val(c, 1);
+    int r = x->shape.rank, axis;
+    RF_RETURN_IF_ERROR_PLAIN(
+        rf_shape_axis(rf_node_attr_int(c->node, "axis", -1), r, "axis", &axis));
+    rf_shape_t normed = {r - axis, {0}};
+    memcpy(normed.dims, x->shape.dims + axis, sizeof(int64_t) * (size_t)(r - axis));
+    char s1[128], s2[128];
+    if (!rf_broadcasts_to(&p->shape, &normed))
+        return RF_ERR(RF_CODE_SHAPE_ERROR,
+                      "scale '%s' %s does not broadcast to the normalized shape %s", p->name,
+                      SHAPE_STR(&p->shape, s1), SHAPE_STR(&normed, s2));
+    c->dt[0] = x->dtype;
+    c->sh[0] = x->shape;
+    return RF_OK;
+}
+
 static rf_status_t infer_softmax(rf_infer_t *c) {
     RF_RETURN_IF_ERROR_PLAIN(rf_need_inputs(c, 1, 1));
     int axis;
@@ -566,6 +585,11 @@ rf_status_t rf_shape_infer_node(const rf_graph_t *g, int k,
     case RF_OP_TANH:
     case RF_OP_ERF:
     case RF_OP_SQRT:
+    case RF_OP_RECIPROCAL:
+    case RF_OP_NEG:
+    case RF_OP_EXP:
+    case RF_OP_LOG:
+    case RF_OP_ABS:
     case RF_OP_IDENTITY:
         st = infer_unary(&c);
         break;
@@ -588,6 +612,9 @@ rf_status_t rf_shape_infer_node(const rf_graph_t *g, int k,
         break;
     case RF_OP_LAYER_NORM:
         st = infer_layer_norm(&c);
+        break;
+    case RF_OP_RMS_NORM:
+        st = infer_rms_norm(&c);
         break;
     case RF_OP_SOFTMAX:
         st = infer_softmax(&c);

@@ -281,6 +281,11 @@ static rf_ref_kernel_fn rf_ref_kernel_for(rf_op_t op) {
     case RF_OP_TANH:
     case RF_OP_ERF:
     case RF_OP_SQRT:
+    case RF_OP_RECIPROCAL:
+    case RF_OP_NEG:
+    case RF_OP_EXP:
+    case RF_OP_LOG:
+    case RF_OP_ABS:
         return rf_ref_unary;
     case RF_OP_CAST:
         return rf_ref_cast;
@@ -294,6 +299,8 @@ static rf_ref_kernel_fn rf_ref_kernel_for(rf_op_t op) {
         return rf_ref_reduce;
     case RF_OP_LAYER_NORM:
         return rf_ref_layer_norm;
+    case RF_OP_RMS_NORM:
+        return rf_ref_rms_norm;
     case RF_OP_SOFTMAX:
         return rf_ref_softmax;
     case RF_OP_RESHAPE:

@@ -1,10 +1,12 @@
-/* CPU reference: elementwise ops. Unary activations (Relu, Gelu, Sigmoid, Tanh, Erf, Sqrt),
- * binary arithmetic with numpy broadcasting (Add, Sub, Mul, Div, Pow) and Cast.
+/* CPU reference: elementwise ops. Unary functions (Relu, Gelu, Sigmoid, Tanh, Erf, Sqrt,
+ * Reciprocal, Neg, Exp, Log, Abs), binary arithmetic with numpy broadcasting (Add, Sub, Mul,
+ * Div, Pow) and Cast.
  *
  * All arithmetic is in double; the MIXED roundings of results are applied by the driver.
- * Cast to a floating type is the identity in FP64 mode (the whole graph is interpreted as
- * if its float type were double) and rounds to the target format in MIXED mode; casts to
- * integer types truncate toward zero and to bool test against zero, in both modes.
+ * Cast to f32 or f64 is the identity in FP64 mode (the graph's fp32 is read as double) and
+ * rounds to fp32 in MIXED mode through the driver; Cast to f16 or bf16 rounds to that format
+ * (nearest even) in both modes, since a model that casts to fp16 computes with the rounded
+ * value; casts to integer types truncate toward zero and to bool test against zero.
  */
 #include <math.h>
 #include <string.h>
@@ -62,6 +64,26 @@ rf_status_t rf_ref_unary(rf_ref_ctx_t *ctx, const rf_node_t *node) {
     case RF_OP_SQRT:
         for (int64_t e = 0; e < n; e++)
             y[e] = sqrt(in[e]);
+        break;
+    case RF_OP_RECIPROCAL:
+        for (int64_t e = 0; e < n; e++)
+            y[e] = 1.0 / in[e];
+        break;
+    case RF_OP_NEG:
+        for (int64_t e = 0; e < n; e++)
+            y[e] = -in[e];
+        break;
+    case RF_OP_EXP:
+        for (int64_t e = 0; e < n; e++)
+            y[e] = exp(in[e]);
+        break;
+    case RF_OP_LOG:
+        for (int64_t e = 0; e < n; e++)
+            y[e] = log(in[e]);
+        break;
+    case RF_OP_ABS:
+        for (int64_t e = 0; e < n; e++)
+            y[e] = fabs(in[e]);
         break;
     default:
         return RF_ERR(RF_CODE_INTERNAL, "op '%s' is not unary", rf_op_name(node->op));
@@ -157,7 +179,6 @@ rf_status_t rf_ref_cast(rf_ref_ctx_t *ctx, const rf_node_t *node) {
     if (!to_attr || to_attr->type != RF_ATTR_INT)
         return RF_ERR(RF_CODE_INVALID_ARGUMENT, "attribute 'to' is missing or not an int");
     int64_t to = to_attr->i;
-    int mixed = ctx->precision == RF_PRECISION_MIXED;
     double (*round_fn)(double) = NULL;
     int to_int = 0, to_bool = 0;
     switch (to) {
@@ -165,10 +186,10 @@ rf_status_t rf_ref_cast(rf_ref_ctx_t *ctx, const rf_node_t *node) {
     case RF_ONNX_DOUBLE:
         break;
     case RF_ONNX_FLOAT16:
-        round_fn = mixed ? rf_ref_round_f16 : NULL;
+        round_fn = rf_ref_round_f16;
         break;
     case RF_ONNX_BFLOAT16:
-        round_fn = mixed ? rf_ref_round_bf16 : NULL;
+        round_fn = rf_ref_round_bf16;
         break;
     case RF_ONNX_UINT8:
     case RF_ONNX_INT8:

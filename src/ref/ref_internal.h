@@ -81,6 +81,7 @@ rf_status_t rf_ref_gemm(rf_ref_ctx_t *ctx, const rf_node_t *node);
 /* ref_reduce.c */
 rf_status_t rf_ref_reduce(rf_ref_ctx_t *ctx, const rf_node_t *node);
 rf_status_t rf_ref_layer_norm(rf_ref_ctx_t *ctx, const rf_node_t *node);
+rf_status_t rf_ref_rms_norm(rf_ref_ctx_t *ctx, const rf_node_t *node);
 rf_status_t rf_ref_softmax(rf_ref_ctx_t *ctx, const rf_node_t *node);
 /* ref_layout.c */
 rf_status_t rf_ref_identity(rf_ref_ctx_t *ctx, const rf_node_t *node);

@@ -1,7 +1,8 @@
 /* CPU reference: ops that reduce over axes. ReduceMean/ReduceSum/ReduceMax (axes from the
  * attribute of older opsets or the second input of opset 18, keepdims,
  * noop_with_empty_axes), LayerNormalization (axis, epsilon, Scale and B broadcast to the
- * normalised shape, optional Mean and InvStdDev outputs) and Softmax (opset 13 semantics:
+ * normalised shape, optional Mean and InvStdDev outputs), RMSNormalization (axis, epsilon,
+ * Scale) and Softmax (opset 13 semantics:
  * one axis, default -1). Everything in double; the max is subtracted before exp.
  */
 #include <math.h>
@@ -160,6 +161,46 @@ rf_status_t rf_ref_layer_norm(rf_ref_ctx_t *ctx, const rf_node_t *node) {
     }
     rf_ref_scratch_free(ctx, sc);
     rf_ref_scratch_free(ctx, bi);
+    return st;
+}
+
+/* RMSNormalization (opset 23): y = x / sqrt(mean(x^2) + epsilon) * scale over axes
+ * axis..rank-1. */
+rf_status_t rf_ref_rms_norm(rf_ref_ctx_t *ctx, const rf_node_t *node) {
+    const rf_ref_buf_t *x, *scale;
+    RF_RETURN_IF_ERROR_PLAIN(rf_ref_input_required(ctx, node, 0, "X", &x));
+    RF_RETURN_IF_ERROR_PLAIN(rf_ref_input_required(ctx, node, 1, "Scale", &scale));
+    int rank = x->shape.rank, axis;
+    RF_RETURN_IF_ERROR_PLAIN(
+        rf_ref_axis(rf_node_attr_int(node, "axis", -1), rank, "RMSNormalization axis", &axis));
+    double eps = rf_node_attr_float(node, "epsilon", 1e-5);
+    rf_shape_t ns = {.rank = rank - axis};
+    int64_t outer = 1, inner = 1;
+    for (int d = 0; d < rank; d++) {
+        if (d < axis) {
+            outer *= x->shape.dims[d];
+        } else {
+            inner *= x->shape.dims[d];
+            ns.dims[d - axis] = x->shape.dims[d];
+        }
+    }
+    double *y, *sc = NULL;
+    RF_RETURN_IF_ERROR_PLAIN(rf_ref_output(ctx, node, 0, &x->shape, &y));
+    if (!y)
+        return RF_OK;
+    rf_status_t st = rf_ref_scratch(ctx, inner, "RMSNormalization scale", &sc);
+    if (!st)
+        st = rf_ref_expand_param(scale, &ns, "Scale", sc);
+    for (int64_t o = 0; !st && o < outer; o++) {
+        const double *xr = x->data + o * inner;
+        double s = 0.0;
+        for (int64_t j = 0; j < inner; j++)
+            s += xr[j] * xr[j];
+        double inv = 1.0 / sqrt(s / (double)inner + eps);
+        for (int64_t j = 0; j < inner; j++)
+            y[o * inner + j] = xr[j] * inv * sc[j];
+    }
+    rf_ref_scratch_free(ctx, sc);
     return st;
 }
 

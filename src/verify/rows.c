@@ -274,7 +274,7 @@ static rf_status_t rule_layer_norm(rf_rows_t *r) {
                          "the mean and variance are taken over the row axis, so every output "
                          "row depends on every input row; row-owned graphs may normalize only "
                          "over features");
-    return own_outputs(r, "LayerNormalization of row-owned '%s' over features (axes %d..%d)",
+    return own_outputs(r, "%s of row-owned '%s' over features (axes %d..%d)", r->n->op_type,
                        val(r, x)->name, axis, rank - 1);
 }
 
@@ -477,6 +477,11 @@ static rf_status_t rule_node(rf_rows_t *r) {
     case RF_OP_TANH:
     case RF_OP_ERF:
     case RF_OP_SQRT:
+    case RF_OP_RECIPROCAL:
+    case RF_OP_NEG:
+    case RF_OP_EXP:
+    case RF_OP_LOG:
+    case RF_OP_ABS:
     case RF_OP_CAST:
     case RF_OP_IDENTITY:
         return rule_elementwise(r);
@@ -489,6 +494,7 @@ static rf_status_t rule_node(rf_rows_t *r) {
     case RF_OP_REDUCE_MAX:
         return rule_reduce(r);
     case RF_OP_LAYER_NORM:
+    case RF_OP_RMS_NORM:
         return rule_layer_norm(r);
     case RF_OP_SOFTMAX:
         return rule_softmax(r);
