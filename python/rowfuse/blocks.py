@@ -1,0 +1,210 @@
+"""The suite of row-owned block kinds rowfuse compiles, as PyTorch modules with fixed seeds.
+
+    python -m rowfuse.export rowfuse.blocks:gpt2_ffn --rows 64 -o gpt2_ffn.onnx
+
+Every factory returns ``(module, example_input)``; the example input has ``ROWS`` rows
+(``tokens`` adds a [2, rows/2, C] token form). ``small=True`` (the default of ``*_small``
+factories) gives the CI widths; the plain factories give the widths of the models the
+blocks come from. Norm gains and shifts are drawn around 1 and 0 (not left at their
+initial values), so a chain that dropped them would differ.
+
+Kinds (KINDS lists them with their real and CI widths):
+  tcnn_mlp      tiny-cuda-nn style: 4 linears without biases, 3 hidden layers of 64, ReLU
+  gpt2_ffn      GPT-2 pre-LN FFN: x + fc2(gelu_tanh(fc1(LN(x))))          768 -> 3072
+  bert_ffn      BERT post-LN FFN: LN(x + fc2(gelu(fc1(x))))                768 -> 3072
+  llama_ffn     LLaMA SwiGLU FFN: x + down(silu(gate(r)) * up(r)), r = RMSNorm(x) in the
+                rsqrt form x * rsqrt(mean(x^2) + eps) * w                  2048 -> 5632
+  res_mlp_gelu  residual MLP with GELU: x + fc2(gelu(fc1(x)))
+  res_mlp_silu  residual MLP with SiLU: x + fc2(silu(fc1(x)))
+  classifier    LN, a hidden layer with ReLU, a head to 10 classes
+  stacked       two residual MLPs (ReLU) one after the other
+  residual_mlp  the reference block: relu(fc2(relu(fc1(x))) + x)
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+ROWS = 64
+SEED = 2024
+
+
+def _seeded(seed: int):
+    torch.manual_seed(seed)
+
+
+def _input(rows: int, channels: int, seed: int, tokens: bool = False) -> torch.Tensor:
+    gen = torch.Generator().manual_seed(seed + 1)
+    x = torch.randn(rows, channels, generator=gen)
+    return x.reshape(2, rows // 2, channels) if tokens else x
+
+
+def _perturb_norm(norm: nn.Module, seed: int) -> None:
+    gen = torch.Generator().manual_seed(seed + 2)
+    with torch.no_grad():
+        w = getattr(norm, "weight", None)
+        if w is not None:
+            w.copy_(1.0 + 0.1 * torch.randn(w.shape, generator=gen))
+        b = getattr(norm, "bias", None)
+        if b is not None:
+            b.copy_(0.1 * torch.randn(b.shape, generator=gen))
+
+
+class TcnnMLP(nn.Module):
+    def __init__(self, c_in=32, hidden=64, layers=3, c_out=16):
+        super().__init__()
+        dims = [c_in] + [hidden] * layers + [c_out]
+        self.fcs = nn.ModuleList(
+            nn.Linear(a, b, bias=False) for a, b in zip(dims[:-1], dims[1:], strict=True)
+        )
+
+    def forward(self, x):
+        for i, fc in enumerate(self.fcs):
+            x = fc(x)
+            if i < len(self.fcs) - 1:
+                x = torch.relu(x)
+        return x
+
+
+class Gpt2FFN(nn.Module):
+    def __init__(self, c=768, h=3072):
+        super().__init__()
+        self.ln = nn.LayerNorm(c)
+        self.fc1 = nn.Linear(c, h)
+        self.fc2 = nn.Linear(h, c)
+
+    def forward(self, x):
+        return x + self.fc2(nn.functional.gelu(self.fc1(self.ln(x)), approximate="tanh"))
+
+
+class BertFFN(nn.Module):
+    def __init__(self, c=768, h=3072):
+        super().__init__()
+        self.fc1 = nn.Linear(c, h)
+        self.fc2 = nn.Linear(h, c)
+        self.ln = nn.LayerNorm(c, eps=1e-12)
+
+    def forward(self, x):
+        return self.ln(x + self.fc2(nn.functional.gelu(self.fc1(x))))
+
+
+class LlamaRMSNorm(nn.Module):
+    """The usual rsqrt form (as in LLaMA's reference code)."""
+
+    def __init__(self, c, eps=1e-6):
+        super().__init__()
+        self.weight = nn.Parameter(torch.ones(c))
+        self.eps = eps
+
+    def forward(self, x):
+        return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps) * self.weight
+
+
+class LlamaFFN(nn.Module):
+    def __init__(self, c=2048, h=5632, torch_rmsnorm=False):
+        super().__init__()
+        self.norm = nn.RMSNorm(c, eps=1e-6) if torch_rmsnorm else LlamaRMSNorm(c)
+        self.gate = nn.Linear(c, h, bias=False)
+        self.up = nn.Linear(c, h, bias=False)
+        self.down = nn.Linear(h, c, bias=False)
+
+    def forward(self, x):
+        r = self.norm(x)
+        return x + self.down(nn.functional.silu(self.gate(r)) * self.up(r))
+
+
+class ResMLP(nn.Module):
+    def __init__(self, c=256, h=1024, act="gelu"):
+        super().__init__()
+        self.fc1 = nn.Linear(c, h)
+        self.fc2 = nn.Linear(h, c)
+        self.act = {"gelu": nn.GELU(), "silu": nn.SiLU(), "relu": nn.ReLU()}[act]
+
+    def forward(self, x):
+        return x + self.fc2(self.act(self.fc1(x)))
+
+
+class Classifier(nn.Module):
+    def __init__(self, c=256, h=512, classes=10):
+        super().__init__()
+        self.ln = nn.LayerNorm(c)
+        self.fc = nn.Linear(c, h)
+        self.head = nn.Linear(h, classes)
+
+    def forward(self, x):
+        return self.head(torch.relu(self.fc(self.ln(x))))
+
+
+class Stacked(nn.Module):
+    def __init__(self, c=128, h=256):
+        super().__init__()
+        self.a1, self.a2 = nn.Linear(c, h), nn.Linear(h, c)
+        self.b1, self.b2 = nn.Linear(c, h), nn.Linear(h, c)
+
+    def forward(self, x):
+        x = torch.relu(self.a2(torch.relu(self.a1(x))) + x)
+        return torch.relu(self.b2(torch.relu(self.b1(x))) + x)
+
+
+class ResidualMLP(nn.Module):
+    def __init__(self, c=48, h=96):
+        super().__init__()
+        self.fc1 = nn.Linear(c, h)
+        self.fc2 = nn.Linear(h, c)
+
+    def forward(self, x):
+        return torch.relu(self.fc2(torch.relu(self.fc1(x))) + x)
+
+
+# kind -> (constructor, real widths, CI widths); widths are the constructor's keywords.
+KINDS = {
+    "tcnn_mlp": (TcnnMLP, {"c_in": 32, "hidden": 64}, {"c_in": 32, "hidden": 64}),
+    "gpt2_ffn": (Gpt2FFN, {"c": 768, "h": 3072}, {"c": 128, "h": 512}),
+    "bert_ffn": (BertFFN, {"c": 768, "h": 3072}, {"c": 128, "h": 512}),
+    "llama_ffn": (LlamaFFN, {"c": 2048, "h": 5632}, {"c": 256, "h": 688}),
+    "res_mlp_gelu": (
+        ResMLP,
+        {"c": 256, "h": 1024, "act": "gelu"},
+        {"c": 64, "h": 256, "act": "gelu"},
+    ),
+    "res_mlp_silu": (
+        ResMLP,
+        {"c": 256, "h": 1024, "act": "silu"},
+        {"c": 64, "h": 256, "act": "silu"},
+    ),
+    "classifier": (Classifier, {"c": 256, "h": 512}, {"c": 64, "h": 128}),
+    "stacked": (Stacked, {"c": 128, "h": 256}, {"c": 64, "h": 96}),
+    "residual_mlp": (ResidualMLP, {"c": 48, "h": 96}, {"c": 48, "h": 96}),
+}
+
+
+def make(kind: str, small: bool = False, rows: int = ROWS, tokens: bool = False, **overrides):
+    """(module, example_input) of a block kind with its fixed seed."""
+    if kind not in KINDS:
+        raise ValueError(f"unknown block kind {kind!r}; kinds: {', '.join(KINDS)}")
+    cls, real, ci = KINDS[kind]
+    kw = dict(ci if small else real)
+    kw.update(overrides)
+    seed = SEED + sorted(KINDS).index(kind)
+    _seeded(seed)
+    module = cls(**kw).float().eval()
+    for m in module.modules():
+        if isinstance(m, (nn.LayerNorm, nn.RMSNorm, LlamaRMSNorm)):
+            _perturb_norm(m, seed)
+    c_in = kw.get("c_in", kw.get("c"))
+    return module, _input(rows, c_in, seed, tokens)
+
+
+def _factory(kind: str, small: bool):
+    def f():
+        return make(kind, small=small)
+
+    f.__name__ = kind + ("_small" if small else "")
+    f.__doc__ = f"The {kind} block at the {'CI' if small else 'real'} widths."
+    return f
+
+
+for _k in KINDS:
+    globals()[_k] = _factory(_k, False)
+    globals()[_k + "_small"] = _factory(_k, True)
