@@ -46,12 +46,29 @@ echo "== rowfuse compile --target iree (llvm-cpu): an IREE module instead of a p
 echo "== export the example (examples/residual_mlp.py, 49 rows)"
 "$PY" -m rowfuse.export residual_mlp:make --rows 49 -o "$OUT/model.onnx" >/dev/null
 
+# One `rowfuse iree` build into DIR: its exit status decides (the log is kept in DIR.log and
+# printed on failure), the module must exist, and the lines matching PATTERN are shown.
+iree_build() { # DIR PATTERN rowfuse-iree-arguments...
+    local dir=$1 pattern=$2
+    shift 2
+    if ! "$ROWFUSE" iree "$@" -o "$dir" >"$dir.log" 2>&1; then
+        echo "FAILED: rowfuse iree $* -o $dir:" >&2
+        cat "$dir.log" >&2
+        exit 1
+    fi
+    [ -s "$dir/module.vmfb" ] || { echo "FAILED: $dir: no module.vmfb" >&2; exit 1; }
+    sed -n -E "/$pattern/p" "$dir.log"
+}
+
 echo "== IREE CPU modules (llvm-cpu), checked against the reference"
+CPU_DIRS=()
 for s in stock conventional persistent-smem; do
-    "$ROWFUSE" iree "$OUT/model.onnx" --schedule "$s" --device llvm-cpu -o "$OUT/cpu-$s" |
-        grep -E '^(@main|  why|  launches|iree )' || true
+    iree_build "$OUT/cpu-$s" '^(@main|  why|  launches|iree )' "$OUT/model.onnx" --schedule "$s" \
+        --device llvm-cpu
+    CPU_DIRS+=("$OUT/cpu-$s")
 done
-"$PY" -m rowfuse.iree.block check "$OUT"/cpu-* --model "$OUT/model.onnx" --trials 3 \
+# the folders by name, not by a glob: a schedule whose folder was never made fails here
+"$PY" -m rowfuse.iree.block check "${CPU_DIRS[@]}" --model "$OUT/model.onnx" --trials 3 \
     -o "$OUT/check.json"
 
 # launches of one call: hal.command_buffer.dispatch ops in IREE's hal phase
@@ -62,8 +79,7 @@ launches() {
 
 echo "== IREE CUDA modules (compiled here, run on the GPU machine: tests/gpu/mlir.sh)"
 for s in persistent-smem conventional stock; do
-    "$ROWFUSE" iree "$OUT/model.onnx" --schedule "$s" --device cuda -o "$OUT/cuda-$s" |
-        grep -E '^iree ' || true
+    iree_build "$OUT/cuda-$s" '^iree ' "$OUT/model.onnx" --schedule "$s" --device cuda
 done
 expect() { # folder, launches
     local n
@@ -79,9 +95,17 @@ expect "$OUT/cuda-conventional" 2
 expect "$OUT/cuda-stock" 2
 PTXAS=$(command -v ptxas || ls /usr/local/cuda/bin/ptxas 2>/dev/null || true)
 if [ -n "$PTXAS" ]; then
-    for f in "$OUT"/cuda-*/*.iree.ptx; do
-        "$PTXAS" -arch=sm_90a "$f" -o "${f%.ptx}.cubin"
-        echo "  ptxas sm_90a: $(basename "$f") ok"
+    # the schedules with the package's kernels, by name: each must have its adapted PTX
+    for s in persistent-smem conventional; do
+        ptx=()
+        for f in "$OUT/cuda-$s"/*.iree.ptx; do
+            [ -e "$f" ] && ptx+=("$f")
+        done
+        [ "${#ptx[@]}" -ge 1 ] || { echo "FAILED: $OUT/cuda-$s: no adapted PTX" >&2; exit 1; }
+        for f in "${ptx[@]}"; do
+            "$PTXAS" -arch=sm_90a "$f" -o "${f%.ptx}.cubin"
+            echo "  ptxas sm_90a: $s/$(basename "$f") ok"
+        done
     done
 else
     echo "  (no ptxas here: the adapted PTX was not assembled)"
