@@ -1,6 +1,7 @@
 /* The check job (check.h): fresh random inputs per shape, the CPU reference in mixed
  * precision computed once per shape, then every variant captured into a CUDA Graph,
- * replayed once into a NaN-poisoned Y and compared element by element. */
+ * replayed once into a NaN-poisoned Y, right after a kernel of its own filled every SM's
+ * shared memory with NaN, and compared element by element. */
 #include "check/check.h"
 
 #include <math.h>
@@ -10,6 +11,7 @@
 
 #include "base/json.h"
 #include "rowfuse/mlp.h"
+#include "runtime/rt_internal.h"
 
 void rf_check_options_default(rf_check_options_t *o) {
     memset(o, 0, sizeof(*o));
@@ -61,7 +63,8 @@ static rf_status_t run_variant(rf_allocator_t a, const rf_check_options_t *o, rf
     for (int p = 1; p >= 0 && !st; p--) { /* the sentinel first: the NaN figures are kept */
         rf_check_result_t one = *r;
         if (!(st = rf_mlp_buffers_fill(buf, poisons[p], stream)) &&
-            !(st = rf_timing_replay_events(e, stream, 1, &r->replay_us)) &&
+            !(st = rf_device_poison_smem(stream)) && /* its own launch: not a graph node */
+            !(st = rf_timing_replay_events(e, stream, 1, &one.replay_us)) &&
             !(st = rf_stream_sync(stream)) && !(st = rf_mlp_buffers_download_y(buf, y))) {
             compare(o, k, y, &one);
             one.passed = one.passed && r->passed;

@@ -31,6 +31,30 @@ int rf_schedule_grid_balanced(rf_schedule_t s) {
     return s == RF_SCHEDULE_PERSISTENT_SMEM || s == RF_SCHEDULE_PERSISTENT_WGMMA;
 }
 
+/* The planted faults (tests of the checks only): the name --plant-fault takes, the spelling
+ * kernel_spec.json carries to the generator, and where it is planted: in the mma.sync
+ * kernels' code (the generator), or in the launcher of every kernel (the shim,
+ * src/pkg/rf_pkg_shim.c, which the generator builds with RF_PKG_FAULT_<SPELLING> defined:
+ * each launch goes to a stream other than the caller's, so a capture records no kernel). */
+static const struct {
+    const char *name, *spelling;
+    int in_launcher;
+} rf_faults[] = {
+    {"no-barrier", "no_barrier", 0},
+    {"no-pad", "no_pad", 0},
+    {"wrong-stream-legacy", "stream_legacy", 1},
+    {"wrong-stream-created", "stream_created", 1},
+    {"wrong-stream-per-thread", "stream_thread", 1},
+};
+enum { RF_FAULT_COUNT = (int)(sizeof rf_faults / sizeof rf_faults[0]) };
+
+static int fault_find(const char *name) {
+    for (int i = 0; name && i < RF_FAULT_COUNT; i++)
+        if (!strcmp(name, rf_faults[i].name))
+            return i;
+    return -1;
+}
+
 /* The specs of one schedule's kernels at tile rows tm; UNSUPPORTED when one does not fit. */
 static rf_status_t schedule_specs(rf_schedule_t s, int c, int h, int tm, int xpf, int split,
                                   const rf_compile_options_t *o, const rf_target_t *t,
@@ -45,7 +69,7 @@ static rf_status_t schedule_specs(rf_schedule_t s, int c, int h, int tm, int xpf
         out[i].min_blocks = o->min_blocks;
         if (o->fault) /* the generator's spelling */
             snprintf(out[i].fault, sizeof out[i].fault, "%s",
-                     !strcmp(o->fault, "no-barrier") ? "no_barrier" : "no_pad");
+                     rf_faults[fault_find(o->fault)].spelling);
         out[i].grid_balanced = o->grid == RF_GRID_BALANCED ||
                                (o->grid == RF_GRID_AUTO && rf_schedule_grid_balanced(s));
     }
@@ -65,7 +89,7 @@ static rf_status_t schedule_tiling(rf_schedule_t s, int64_t rows, int c, int h,
     rf_status_t st = RF_OK;
     if (s == RF_SCHEDULE_PERSISTENT_WGMMA) {
         /* its own tiles (64 or 128 rows); --tile-rows 64 forces 64, 16 and 32 do not apply */
-        if (o->fault)
+        if (o->fault && !rf_faults[fault_find(o->fault)].in_launcher)
             return RF_ERR(RF_CODE_UNSUPPORTED,
                           "fused_wgmma has no planted-fault variant (--plant-fault %s is for "
                           "the mma.sync kernels)",
@@ -74,6 +98,9 @@ static rf_status_t schedule_tiling(rf_schedule_t s, int64_t rows, int c, int h,
                                                            o->hidden_split, t, &out[0]));
         out[0].grid_balanced = o->grid == RF_GRID_BALANCED ||
                                (o->grid == RF_GRID_AUTO && rf_schedule_grid_balanced(s));
+        if (o->fault) /* a launcher fault: the kernel itself is unchanged */
+            snprintf(out[0].fault, sizeof out[0].fault, "%s",
+                     rf_faults[fault_find(o->fault)].spelling);
         *out_n = 1;
         return RF_OK;
     }
@@ -103,9 +130,14 @@ rf_status_t rf_compile_plan(int64_t channels, int64_t hidden, const rf_compile_o
         return RF_ERR(RF_CODE_INVALID_ARGUMENT, "tile rows must be auto, 16, 32 or 64, not %d",
                       o->tile_rows);
     RF_RETURN_IF_ERROR_PLAIN(rf_target_lookup(o->target ? o->target : "h200", &p->target));
-    if (o->fault && strcmp(o->fault, "no-barrier") && strcmp(o->fault, "no-pad"))
-        return RF_ERR(RF_CODE_INVALID_ARGUMENT,
-                      "--plant-fault must be no-barrier or no-pad, not '%s'", o->fault);
+    if (o->fault && fault_find(o->fault) < 0) {
+        char names[256] = "";
+        for (int i = 0; i < RF_FAULT_COUNT; i++)
+            snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s", i ? ", " : "",
+                     rf_faults[i].name);
+        return RF_ERR(RF_CODE_INVALID_ARGUMENT, "--plant-fault must be one of %s, not '%s'", names,
+                      o->fault);
+    }
     if (o->sm_count < 0 || o->sm_count > 1024)
         return RF_ERR(RF_CODE_INVALID_ARGUMENT, "SM count %d outside 1..1024", o->sm_count);
     if (o->sm_count)

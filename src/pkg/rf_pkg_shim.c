@@ -28,6 +28,35 @@ static int rf_pkg_first_error;
 
 #define RF_PKG_EXPORT __attribute__((visibility("default")))
 
+/* Planted faults, for tests of the checks only (`rowfuse compile --plant-fault
+ * wrong-stream-*`: the generator then defines RF_PKG_FAULT_STREAM_* in rf_pkg_table.h; a
+ * real package defines none). Every launch goes to a stream other than the caller's, as a
+ * launcher with that bug would: the legacy default stream, a stream the shim made, or the
+ * per-thread default stream. A capture on the caller's stream then records no kernel while
+ * the kernel runs once, eagerly (or, where CUDA forbids the launch, the capture fails). */
+#if defined(RF_PKG_FAULT_STREAM_LEGACY) || defined(RF_PKG_FAULT_STREAM_CREATED) ||                 \
+    defined(RF_PKG_FAULT_STREAM_THREAD)
+#include <cuda_runtime_api.h>
+static cudaStream_t rf_pkg_fault_stream;
+static int rf_pkg_fault_init(void) {
+#if defined(RF_PKG_FAULT_STREAM_LEGACY)
+    rf_pkg_fault_stream = cudaStreamLegacy;
+#elif defined(RF_PKG_FAULT_STREAM_THREAD)
+    rf_pkg_fault_stream = cudaStreamPerThread;
+#else
+    if (!rf_pkg_fault_stream)
+        return (int)cudaStreamCreateWithFlags(&rf_pkg_fault_stream, cudaStreamDefault);
+#endif
+    return 0;
+}
+#define RF_PKG_STREAM(st) ((void)(st), rf_pkg_fault_stream)
+#else
+static int rf_pkg_fault_init(void) {
+    return 0;
+}
+#define RF_PKG_STREAM(st) (st)
+#endif
+
 typedef int (*rf_pkg_launcher_t)(const rf_mlp_args_t *a, int32_t rows, int32_t grid,
                                  cudaStream_t stream);
 
@@ -46,7 +75,7 @@ RF_PKG_KERNELS(RF_PKG_MODULE)
         p##_Tensor_mH_t h = {a->h, {rows}};                                                        \
         p##_Tensor_mY_t y = {(void *)a->y, {rows}};                                                \
         return (int)cute_dsl_##p##_wrapper(&p##_mod, &x, &w1, &b1, &w2, &b2, &h, &y, rows, grid,   \
-                                           st);                                                    \
+                                           RF_PKG_STREAM(st));                                     \
     }
 RF_PKG_KERNELS(RF_PKG_LAUNCHER)
 
@@ -91,6 +120,8 @@ int rf_pkg_init(void) {
     RF_PKG_KERNELS(RF_PKG_LOAD)
 #undef RF_PKG_LOAD
     if (rf_pkg_first_error != 0)
+        return rf_pkg_first_error;
+    if ((rf_pkg_first_error = rf_pkg_fault_init()) != 0)
         return rf_pkg_first_error;
     rf_pkg_ready = 1;
     return 0;

@@ -3,12 +3,37 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "glue.h"
 #include "rt_internal.h"
 
 int rf_cuda_is_no_device(cudaError_t err) {
     return err == cudaErrorNoDevice || err == cudaErrorInsufficientDriver ||
            err == cudaErrorStubLibrary || err == cudaErrorDevicesUnavailable ||
            err == cudaErrorSystemDriverMismatch || err == cudaErrorCompatNotSupportedOnDevice;
+}
+
+/* The likely cause of an error CUDA gives while a stream is capturing, for the message:
+ * the capture itself refused something the launch path did. "" for other errors. */
+static const char *capture_cause(cudaError_t err) {
+    switch (err) {
+    case cudaErrorStreamCaptureImplicit:
+        return " (a kernel was launched outside the capturing stream: on the legacy default "
+               "stream, which waits for every blocking stream, so the launch would have made "
+               "the capturing stream wait outside the graph; CUDA refused it and invalidated "
+               "the capture)";
+    case cudaErrorStreamCaptureUnsupported:
+        return " (a call a capture does not allow was made during the capture: a synchronize, "
+               "or a kernel launched outside the capturing stream on the legacy default stream)";
+    case cudaErrorStreamCaptureInvalidated:
+        return " (an earlier error during the capture invalidated it, e.g. a kernel launched "
+               "outside the capturing stream on the legacy default stream)";
+    case cudaErrorStreamCaptureIsolation:
+    case cudaErrorStreamCaptureUnjoined:
+        return " (work outside the capturing stream was joined into the capture, or work "
+               "forked from it was not joined back)";
+    default:
+        return "";
+    }
 }
 
 rf_status_t rf_cuda_status(cudaError_t err, const char *file, int line, const char *call) {
@@ -19,9 +44,9 @@ rf_status_t rf_cuda_status(cudaError_t err, const char *file, int line, const ch
         code = RF_CODE_OUT_OF_MEMORY;
     /* Clear a sticky-free error so the next call does not report it again. */
     (void)cudaGetLastError();
-    return rf_status_make(code, file, line, "%s: %s: %s%s", call, cudaGetErrorName(err),
-                          cudaGetErrorString(err),
-                          code == RF_CODE_NO_DEVICE ? " (no usable CUDA GPU or driver)" : "");
+    return rf_status_make(
+        code, file, line, "%s: %s: %s%s%s", call, cudaGetErrorName(err), cudaGetErrorString(err),
+        code == RF_CODE_NO_DEVICE ? " (no usable CUDA GPU or driver)" : "", capture_cause(err));
 }
 
 rf_status_t rf_cuda_status_raw(int err, const char *file, int line, const char *call) {
@@ -198,6 +223,11 @@ rf_status_t rf_mlp_buffers_fill(rf_mlp_buffers_t *b, unsigned char byte, void *s
     cudaStream_t s = (cudaStream_t)stream;
     RF_CUDA(cudaMemsetAsync(b->args.y, byte, (size_t)(b->rows * b->channels) * 4, s));
     RF_CUDA(cudaMemsetAsync(b->args.h, byte, (size_t)(b->rows * b->hidden) * 2, s));
+    return RF_OK;
+}
+
+rf_status_t rf_device_poison_smem(void *stream) {
+    RF_CUDA(rf_glue_poison_smem((cudaStream_t)stream));
     return RF_OK;
 }
 

@@ -207,3 +207,40 @@ cudaError_t rf_glue_spin(int64_t ns, cudaStream_t stream) {
     spin<<<1, 1, 0, stream>>>((unsigned long long)ns);
     return cudaGetLastError();
 }
+
+/* ---- shared memory poisoned before a checked replay ---- */
+
+static __global__ void poison_smem(unsigned words16) {
+    extern __shared__ uint4 smem[];
+    unsigned base = (unsigned)__cvta_generic_to_shared(smem);
+    /* st.shared through asm: stores nothing reads afterwards must still be made. */
+    for (unsigned i = threadIdx.x; i < words16; i += blockDim.x)
+        asm volatile("st.shared.v4.u32 [%0], {%1, %1, %1, %1};" ::"r"(base + 16u * i),
+                     "r"(0xFFFFFFFFu)
+                     : "memory");
+}
+
+cudaError_t rf_glue_poison_smem(cudaStream_t stream) {
+    int dev = 0, sms = 0, per_block = 0, per_sm = 0, reserved = 0;
+    cudaError_t err;
+    if ((err = cudaGetDevice(&dev)) != cudaSuccess ||
+        (err = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev)) != cudaSuccess ||
+        (err = cudaDeviceGetAttribute(&per_block, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev)) !=
+            cudaSuccess ||
+        (err = cudaDeviceGetAttribute(&per_sm, cudaDevAttrMaxSharedMemoryPerMultiprocessor, dev)) !=
+            cudaSuccess ||
+        (err = cudaDeviceGetAttribute(&reserved, cudaDevAttrReservedSharedMemoryPerBlock, dev)) !=
+            cudaSuccess)
+        return err;
+    if (sms < 1 || per_block < 16)
+        return cudaErrorInvalidValue;
+    if ((err = cudaFuncSetAttribute(poison_smem, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                    per_block)) != cudaSuccess ||
+        (err = cudaFuncSetAttribute(poison_smem, cudaFuncAttributePreferredSharedMemoryCarveout,
+                                    cudaSharedmemCarveoutMaxShared)) != cudaSuccess)
+        return err;
+    int fit = per_sm / (per_block + reserved);
+    unsigned blocks = 2u * (unsigned)sms * (unsigned)(fit > 1 ? fit : 1);
+    poison_smem<<<blocks, 1024, (size_t)per_block, stream>>>((unsigned)per_block / 16u);
+    return cudaGetLastError();
+}

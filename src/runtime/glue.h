@@ -1,5 +1,6 @@
-/* Glue kernels of the cuBLASLt baseline (glue.cu, used by cublaslt.c only): element-wise
- * conversions cuBLASLt's type rules leave to the caller. Each enqueues one kernel on
+/* Glue kernels of the cuBLASLt baseline (glue.cu, used by cublaslt.c), element-wise
+ * conversions cuBLASLt's type rules leave to the caller, and the check's shared-memory
+ * poison (rf_glue_poison_smem). Each enqueues one kernel on
  * `stream` (none when the element count is 0) and returns cudaGetLastError(). fp16
  * values travel as raw 16-bit patterns (void *); rounding to fp16 is round-to-nearest-even.
  * Internal to src/runtime. */
@@ -42,6 +43,14 @@ cudaError_t rf_glue_relu_f32(float *data, int64_t n, cudaStream_t stream);
  * timed batch so the host enqueues the batch while the GPU waits, and the events around
  * the batch time the GPU's work rather than the host's launch rate. */
 cudaError_t rf_glue_spin(int64_t ns, cudaStream_t stream);
+
+/* For the check (src/check), not the cuBLASLt baseline: fills the shared memory of every SM
+ * with all-ones bytes, each 32-bit word 0xFFFFFFFF (NaN as fp32, as a pair of fp16 and as
+ * bf16), so a kernel launched next on `stream` that reads shared memory it never wrote reads
+ * NaN. One kernel of blocks that take the device's largest dynamic shared memory per block
+ * (cudaDevAttrMaxSharedMemoryPerBlockOptin) and write all of it, as many blocks as fit on an
+ * SM at once times the SM count, twice over (a second wave covers an SM the first missed). */
+cudaError_t rf_glue_poison_smem(cudaStream_t stream);
 
 #ifdef __cplusplus
 }

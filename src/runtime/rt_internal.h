@@ -26,6 +26,12 @@ int rf_cuda_is_no_device(cudaError_t err);
 /* Ensures a device is usable (cudaGetDeviceCount > 0) and the context exists. */
 rf_status_t rf_device_require(void);
 
+/* Fills the shared memory of every SM with NaN (rf_glue_poison_smem) on `stream`: run by
+ * the check right before a checked replay, as a launch of its own (so the graph's kernel
+ * nodes are the schedule's alone), so that a kernel reading shared memory it never wrote
+ * gives NaN instead of what an earlier kernel left there. */
+rf_status_t rf_device_poison_smem(void *stream);
+
 typedef struct rf_variant_ops {
     rf_status_t (*launch)(rf_variant_t *variant, const rf_mlp_args_t *args, void *stream);
     void (*destroy)(rf_variant_t *variant);

@@ -121,6 +121,26 @@ static rf_status_t count_nodes(rf_exec_t *e) {
     return RF_OK;
 }
 
+/* The captured graph must hold the schedule's kernels. Fewer (none, typically) means a
+ * kernel was enqueued on a stream other than the capturing one: it ran once, eagerly,
+ * during the capture, and a replay would compute nothing. */
+static rf_status_t check_kernel_nodes(const rf_variant_t *v, const rf_exec_t *e) {
+    int min = v->kernels_min, exact = v->kernels_exact, found = e->kernel_nodes;
+    if (found < min)
+        return RF_ERR(RF_CODE_INTERNAL,
+                      "%s: kernel nodes in the captured graph: expected %s%d, found %d: a kernel "
+                      "was launched outside the capturing stream (on another stream, the legacy "
+                      "default stream or the per-thread default stream), so it ran once during "
+                      "the capture and is not in the graph",
+                      v->name, exact ? "" : "at least ", min, found);
+    if (exact && found != min)
+        return RF_ERR(RF_CODE_INTERNAL,
+                      "%s: kernel nodes in the captured graph: expected %d, found %d: the launch "
+                      "enqueued kernels the plan does not list",
+                      v->name, min, found);
+    return RF_OK;
+}
+
 rf_status_t rf_exec_capture(rf_allocator_t a, rf_variant_t *v, const rf_mlp_args_t *args,
                             void *stream, rf_exec_t **out_exec) {
     rf_exec_t *e = NULL;
@@ -150,17 +170,8 @@ rf_status_t rf_exec_capture(rf_allocator_t a, rf_variant_t *v, const rf_mlp_args
         st = RF_ERR(RF_CODE_INTERNAL, "cudaStreamEndCapture returned no graph");
     if (!st)
         st = count_nodes(e);
-    if (!st) {
-        int min = v->kernels_min, exact = v->kernels_exact;
-        if (e->kernel_nodes == 0)
-            st = RF_ERR(RF_CODE_INTERNAL,
-                        "the captured graph holds no kernel node (expected %s%d): the "
-                        "launch did not enqueue on the capturing stream",
-                        exact ? "" : "at least ", min);
-        else if ((exact && e->kernel_nodes != min) || e->kernel_nodes < min)
-            st = RF_ERR(RF_CODE_INTERNAL, "the captured graph holds %d kernel nodes; expected %s%d",
-                        e->kernel_nodes, exact ? "" : "at least ", min);
-    }
+    if (!st)
+        st = check_kernel_nodes(v, e);
     if (!st) {
         err = cudaGraphInstantiate(&e->exec, e->graph, 0);
         if (err != cudaSuccess)

@@ -232,6 +232,10 @@ def write_table(pkg: str, spec: dict) -> str:
         f"C({k['name']})" if _is_chain(k) else f"X({k['name']})" for k in spec["kernels"]
     )
     lines.append("#define RF_PKG_KERNEL_LIST(X, C) " + order)
+    # A planted fault (tests of the checks only): RF_PKG_FAULT_<SPELLING>, which the shim
+    # reads for the faults planted in its launchers (e.g. stream_legacy).
+    faults = sorted({k["fault"] for k in spec["kernels"] if k.get("fault")})
+    lines += [f"#define RF_PKG_FAULT_{f.upper()} 1" for f in faults]
     with open(os.path.join(pkg, "rf_pkg_table.h"), "w") as f:
         f.write("\n".join(lines) + "\n")
     shutil.copy(os.path.join(REPO, "src", "pkg", "rf_pkg_shim.c"), pkg)

@@ -28,7 +28,10 @@ static fake_obj_t *objs;
 static size_t n_objs, cap_objs;
 static long calls, fail_at, last_library_call;
 static const char *injected_call, *injected_error;
-static int misuse, libraries;
+static int misuse, libraries, divert;
+static long eager_kernels;
+static char trace[4096];
+static size_t trace_len;
 static char misuse_what[512];
 
 struct CUgraphNode_st {
@@ -39,6 +42,7 @@ struct CUgraph_st {
     size_t n, cap;
 };
 struct CUstream_st {
+    unsigned flags;  /* cudaStreamDefault (blocking) or cudaStreamNonBlocking */
     int capturing;   /* a capture is in progress */
     int invalidated; /* ... and something invalidated it */
     cudaGraph_t graph;
@@ -64,6 +68,20 @@ void fake_cuda_reset(long n) {
     injected_call = injected_error = NULL;
     misuse = 0;
     misuse_what[0] = '\0';
+    divert = 0;
+    eager_kernels = 0;
+    trace[0] = '\0';
+    trace_len = 0;
+}
+
+void fake_cuda_divert(int n) {
+    divert = n;
+}
+long fake_cuda_eager_kernels(void) {
+    return eager_kernels;
+}
+const char *fake_cuda_trace(void) {
+    return trace;
 }
 
 long fake_cuda_calls(void) {
@@ -186,8 +204,14 @@ int fake_cuda_range(const void *p, size_t bytes, const char *call, const char *w
 
 /* ---- streams and capture ---- */
 
+/* The stream object behind a handle; NULL for the legacy default stream (NULL or
+ * cudaStreamLegacy) and the per-thread default stream, which are never captured here. */
+static struct CUstream_st *created(cudaStream_t s) {
+    return s == NULL || s == cudaStreamLegacy || s == cudaStreamPerThread ? NULL : s;
+}
+
 static int stream_ok(cudaStream_t s, const char *call) {
-    if (!s || fake_cuda_live(FAKE_STREAM, s))
+    if (!created(s) || fake_cuda_live(FAKE_STREAM, s))
         return 1;
     fake_cuda_bad("%s: stream %p does not exist", call, (void *)s);
     return 0;
@@ -207,23 +231,59 @@ static void add_node(cudaGraph_t g, enum cudaGraphNodeType type) {
     g->nodes[g->n++].type = type;
 }
 
+/* Work on the legacy default stream waits for every blocking stream: with one of them
+ * capturing, CUDA refuses it and invalidates that capture. 1 when that happened. */
+static int legacy_implicit(void) {
+    int hit = 0;
+    for (size_t i = 0; i < n_objs; i++) {
+        struct CUstream_st *o = (struct CUstream_st *)objs[i].p;
+        if (objs[i].kind == FAKE_STREAM && o->capturing && !(o->flags & cudaStreamNonBlocking)) {
+            o->invalidated = 1;
+            hit = 1;
+        }
+    }
+    return hit;
+}
+
+static void trace_add(const char *call, int captured) {
+    int n;
+    if (trace_len + 1 >= sizeof(trace))
+        return;
+    n = snprintf(trace + trace_len, sizeof(trace) - trace_len, "%s%s%s", trace_len ? " " : "", call,
+                 captured ? "[graph]" : "");
+    trace_len =
+        n > 0 && (size_t)n < sizeof(trace) - trace_len ? trace_len + (size_t)n : sizeof(trace) - 1;
+}
+
 int fake_cuda_enqueue(void *stream, int node_type, const char *call, const char *error_name,
                       int *captured) {
     cudaStream_t s = (cudaStream_t)stream;
+    struct CUstream_st *c = created(s);
     *captured = 0;
     if (!stream_ok(s, call))
         return FAKE_REFUSED;
     if (fake_cuda_inject(call, error_name)) {
-        if (s && s->capturing)
-            s->invalidated = 1;
+        if (c && c->capturing)
+            c->invalidated = 1;
         return FAKE_INJECTED;
     }
-    if (s && s->capturing) {
-        if (s->invalidated)
+    if (s != cudaStreamPerThread && !c && legacy_implicit())
+        return FAKE_IMPLICIT;
+    if (c && c->capturing) {
+        if (c->invalidated)
             return FAKE_REFUSED;
-        add_node(s->graph, (enum cudaGraphNodeType)node_type);
+        if (node_type == cudaGraphNodeTypeKernel && divert > 0) {
+            divert--; /* as if the launcher had used another stream */
+            eager_kernels++;
+            trace_add(call, 0);
+            return FAKE_GO;
+        }
+        add_node(c->graph, (enum cudaGraphNodeType)node_type);
         *captured = 1;
+    } else if (node_type == cudaGraphNodeTypeKernel) {
+        eager_kernels++;
     }
+    trace_add(call, *captured);
     return FAKE_GO;
 }
 
@@ -241,19 +301,21 @@ static cudaError_t enqueue(cudaStream_t s, enum cudaGraphNodeType type, const ch
         return cudaSuccess;
     case FAKE_INJECTED:
         return err;
+    case FAKE_IMPLICIT:
+        return cudaErrorStreamCaptureImplicit;
     default:
-        return s && s->invalidated ? cudaErrorStreamCaptureInvalidated
-                                   : cudaErrorInvalidResourceHandle;
+        return created(s) && s->invalidated ? cudaErrorStreamCaptureInvalidated
+                                            : cudaErrorInvalidResourceHandle;
     }
 }
 #define ENQUEUE(s, type, call, err, captured) enqueue((s), (type), (call), err, #err, (captured))
 
 cudaError_t cudaStreamCreateWithFlags(cudaStream_t *s, unsigned int flags) {
-    (void)flags;
     INJECT("cudaStreamCreateWithFlags", cudaErrorMemoryAllocation);
     *s = calloc(1, sizeof(**s));
     if (!*s)
         return cudaErrorMemoryAllocation;
+    (*s)->flags = flags;
     fake_cuda_track(FAKE_STREAM, *s);
     return cudaSuccess;
 }
@@ -279,7 +341,7 @@ cudaError_t cudaStreamSynchronize(cudaStream_t s) {
     if (!stream_ok(s, "cudaStreamSynchronize"))
         return cudaErrorInvalidResourceHandle;
     INJECT("cudaStreamSynchronize", cudaErrorIllegalAddress);
-    if (s && s->capturing) { /* not allowed while capturing; invalidates the capture */
+    if (created(s) && s->capturing) { /* not allowed while capturing; invalidates it */
         s->invalidated = 1;
         return cudaErrorStreamCaptureUnsupported;
     }
@@ -288,7 +350,7 @@ cudaError_t cudaStreamSynchronize(cudaStream_t s) {
 
 cudaError_t cudaStreamBeginCapture(cudaStream_t s, enum cudaStreamCaptureMode mode) {
     (void)mode;
-    if (!s || !stream_ok(s, "cudaStreamBeginCapture"))
+    if (!created(s) || !stream_ok(s, "cudaStreamBeginCapture"))
         return cudaErrorInvalidResourceHandle;
     INJECT("cudaStreamBeginCapture", cudaErrorStreamCaptureUnsupported);
     if (s->capturing)
@@ -304,7 +366,7 @@ cudaError_t cudaStreamBeginCapture(cudaStream_t s, enum cudaStreamCaptureMode mo
 cudaError_t cudaStreamEndCapture(cudaStream_t s, cudaGraph_t *graph) {
     cudaGraph_t g;
     int failed;
-    if (!s || !stream_ok(s, "cudaStreamEndCapture"))
+    if (!created(s) || !stream_ok(s, "cudaStreamEndCapture"))
         return cudaErrorInvalidResourceHandle;
     if (!s->capturing)
         return cudaErrorIllegalState;
@@ -328,9 +390,9 @@ cudaError_t cudaStreamIsCapturing(cudaStream_t s, enum cudaStreamCaptureStatus *
     if (!stream_ok(s, "cudaStreamIsCapturing"))
         return cudaErrorInvalidResourceHandle;
     INJECT("cudaStreamIsCapturing", cudaErrorStreamCaptureImplicit);
-    *status = !s || !s->capturing ? cudaStreamCaptureStatusNone
-              : s->invalidated    ? cudaStreamCaptureStatusInvalidated
-                                  : cudaStreamCaptureStatusActive;
+    *status = !created(s) || !s->capturing ? cudaStreamCaptureStatusNone
+              : s->invalidated             ? cudaStreamCaptureStatusInvalidated
+                                           : cudaStreamCaptureStatusActive;
     return cudaSuccess;
 }
 
@@ -446,7 +508,7 @@ cudaError_t cudaEventRecord(cudaEvent_t ev, cudaStream_t s) {
     if (!event_ok(ev, "cudaEventRecord") || !stream_ok(s, "cudaEventRecord"))
         return cudaErrorInvalidResourceHandle;
     INJECT("cudaEventRecord", cudaErrorLaunchFailure);
-    if (!s || !s->capturing)
+    if (!created(s) || !s->capturing)
         ev->recorded = 1;
     return cudaSuccess;
 }

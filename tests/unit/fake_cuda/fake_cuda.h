@@ -44,6 +44,18 @@ int fake_cuda_misuse(char *what, size_t size);
 int fake_cuda_libraries(void);
 long fake_cuda_last_library_call(void);
 
+/* Streams other than the capturing one: the next n kernel launches on a capturing stream
+ * run at once instead of becoming nodes, as if the launcher had sent them to another
+ * stream (reset by fake_cuda_reset). The legacy default stream (NULL or cudaStreamLegacy)
+ * and cudaStreamPerThread are modelled: work on the legacy stream while a blocking stream
+ * captures is refused with cudaErrorStreamCaptureImplicit and invalidates that capture. */
+void fake_cuda_divert(int n);
+/* Kernel launches that ran at once (not captured) since the last reset. */
+long fake_cuda_eager_kernels(void);
+/* The enqueues that went ahead since the last reset, space-separated, each a call name
+ * with "[graph]" appended when it became a node of a capture. */
+const char *fake_cuda_trace(void);
+
 /* Internal to the fake (fake_cuda.c, fake_cublaslt.c). */
 int fake_cuda_inject(const char *call, const char *error_name);
 void fake_cuda_bad(const char *fmt, ...)
@@ -59,9 +71,10 @@ int fake_cuda_live(int kind, const void *p);
 /* An enqueue of `call` on `stream` (NULL: the legacy stream): FAKE_GO to go ahead, with
  * *captured set when it became a node (of type node_type) of a capture in progress and
  * must not run now; FAKE_INJECTED when this call is the one to fail (a capture in progress
- * is invalidated, as a failed launch does); FAKE_REFUSED for an unknown stream or a
- * capture already invalidated. */
-enum { FAKE_GO = 0, FAKE_INJECTED, FAKE_REFUSED };
+ * is invalidated, as a failed launch does); FAKE_IMPLICIT for the legacy stream while a
+ * blocking stream captures (that capture is invalidated); FAKE_REFUSED for an unknown
+ * stream or a capture already invalidated. */
+enum { FAKE_GO = 0, FAKE_INJECTED, FAKE_REFUSED, FAKE_IMPLICIT };
 int fake_cuda_enqueue(void *stream, int node_type, const char *call, const char *error_name,
                       int *captured);
 enum {

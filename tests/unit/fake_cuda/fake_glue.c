@@ -20,6 +20,8 @@ static cudaError_t glue(cudaStream_t s, const char *call, int operands_ok) {
         return cudaSuccess;
     case FAKE_INJECTED:
         return cudaErrorLaunchOutOfResources;
+    case FAKE_IMPLICIT:
+        return cudaErrorStreamCaptureImplicit;
     default:
         return cudaErrorStreamCaptureInvalidated;
     }
@@ -80,4 +82,8 @@ cudaError_t rf_glue_spin(int64_t ns, cudaStream_t stream) {
     if (ns <= 0)
         return cudaSuccess;
     return glue(stream, "rf_glue_spin", 1);
+}
+
+cudaError_t rf_glue_poison_smem(cudaStream_t stream) {
+    return glue(stream, "rf_glue_poison_smem", 1);
 }

@@ -5,8 +5,9 @@
  * One scenario walks the runtime's whole path: open the device, make a stream, allocate
  * and upload buffers, load the package and upload its weights, then for every schedule
  * (persistent-smem, persistent-gmem, conventional and the cuBLASLt baseline): create the
- * variant, capture a graph (cuBLASLt tunes inside the capture), replay it, time replays and
- * eager launches (cuBLASLt re-plans for more rows), capture again, read Y back, destroy.
+ * variant, capture a graph (cuBLASLt tunes inside the capture), poison the shared memory
+ * (the check's kernel before a checked replay), replay it, time replays and eager launches
+ * (cuBLASLt re-plans for more rows), capture again, read Y back, destroy.
  * A clean run counts the injection points; then call N fails, for every N, and each run
  * must end with a status whose message names the failed call and its error (or succeed
  * where the runtime absorbs that failure by design: cuBLASLt refusing a configuration or
@@ -23,13 +24,14 @@
 #include <unistd.h>
 
 #include "fake_cuda.h"
+#include "fake_pkg.h"
 #include "rf_test.h"
-#include "rowfuse/compile.h"
 #include "rowfuse/runtime.h"
+#include "runtime/rt_internal.h"
 
-#define ROWS 49
-#define CHANNELS 48
-#define HIDDEN 96
+#define ROWS FAKE_PKG_ROWS
+#define CHANNELS FAKE_PKG_CHANNELS
+#define HIDDEN FAKE_PKG_HIDDEN
 #define CAPTURE_ROWS 20 /* the first capture's rows: the eager launch at ROWS re-plans */
 
 static char tmp_root[256], fake_lib[600], warm_dir[512];
@@ -75,52 +77,10 @@ static rf_allocator_t countdown_allocator(countdown_t *c, long fail_at) {
 
 /* ---- the package: the planner's plan for 49x48x96, its weights, the stand-in library ---- */
 
-/* Writes <tmp_root>/<name>/{plan.json, weights.bin, libk.so}; returns the directory. A
- * new directory holds a new copy of the library, which the dynamic loader loads afresh:
- * its modules are not loaded yet. */
+/* <tmp_root>/<name> with a fresh copy of the stand-in library (fake_pkg.h). */
 static const char *make_pkg(const char *name) {
     static char dir[512];
-    static const int64_t dims[4][2] = {
-        {CHANNELS, HIDDEN}, {HIDDEN, 0}, {HIDDEN, CHANNELS}, {CHANNELS, 0}};
-    static const char *names[4] = {"w1", "b1", "w2", "b2"};
-    static unsigned char weights[32768];
-    rf_compile_options_t o;
-    rf_plan_t p;
-    char path[600];
-    int64_t offset = 0;
-    snprintf(dir, sizeof(dir), "%s/%s", tmp_root, name);
-    mkdir(dir, 0755);
-    rf_compile_options_default(&o);
-    o.rows = ROWS;
-    CHECK_OK(rf_compile_plan(CHANNELS, HIDDEN, &o, &p));
-    for (int i = 0; i < p.kernel_count; i++) {
-        p.kernels[i].registers = 96;
-        p.kernels[i].blocks_per_sm = 4;
-    }
-    snprintf(p.generator, sizeof p.generator, "test");
-    snprintf(p.library, sizeof p.library, "libk.so");
-    for (int i = 0; i < RF_PLAN_WEIGHTS; i++) {
-        int rank = dims[i][1] ? 2 : 1;
-        int64_t elems = dims[i][0] * (rank == 2 ? dims[i][1] : 1);
-        int64_t bytes = elems * (i % 2 ? 4 : 2);
-        p.weights[i] = (rf_plan_weight_t){
-            "", i % 2 ? RF_DTYPE_F32 : RF_DTYPE_F16, rank, {dims[i][0], dims[i][1]}, offset, bytes};
-        snprintf(p.weights[i].name, sizeof(p.weights[i].name), "%s", names[i]);
-        offset += (bytes + 63) / 64 * 64;
-    }
-    snprintf(path, sizeof path, "%s/plan.json", dir);
-    CHECK_OK(rf_plan_write(&p, path));
-    for (size_t i = 0; i < sizeof(weights); i++)
-        weights[i] = (unsigned char)(i * 7 % 61); /* small finite fp16 and f32 values */
-    snprintf(path, sizeof path, "%s/weights.bin", dir);
-    FILE *f = fopen(path, "wb");
-    CHECK(f && offset <= (int64_t)sizeof(weights) &&
-          fwrite(weights, 1, (size_t)offset, f) == (size_t)offset);
-    if (f)
-        fclose(f);
-    snprintf(path, sizeof path, "%s/libk.so", dir);
-    CHECK(rf_test_copy_file(fake_lib, path) == 0);
-    return dir;
+    return fake_pkg_make(tmp_root, name, fake_lib, dir, sizeof dir);
 }
 
 /* ---- the scenario ---- */
@@ -137,7 +97,8 @@ static rf_status_t run_variant(rf_allocator_t a, rf_pkg_t *pkg, const char *sche
     small.rows = CAPTURE_ROWS;
     (void)((st = rf_variant_create_pkg(a, pkg, schedule, &v)) ||
            (st = rf_mlp_buffers_poison(buf, stream)) ||
-           (st = rf_exec_capture(a, v, &small, stream, &e)) || (st = rf_exec_replay(e, stream)) ||
+           (st = rf_exec_capture(a, v, &small, stream, &e)) ||
+           (st = rf_device_poison_smem(stream)) || (st = rf_exec_replay(e, stream)) ||
            (st = rf_timing_replay_events(e, stream, 2, &us)) ||
            (st = rf_timing_replay_host(e, stream, &host, &ev)) ||
            (st = rf_timing_launch_events(v, &buf->args, stream, 1, &us)) ||
