@@ -4,10 +4,13 @@
 
 For each shape (rows x channels x hidden), in one process on one GPU, with fresh random
 inputs (seed recorded) resident on the device, every variant is captured once in a CUDA
-Graph and checked before timing: the output is poisoned with NaN, the graph replayed, and
-the output must pass the one comparison rule (rowfuse/mlp.h, through librowfuse.so)
-against the CPU reference in the plan's mixed precision. Inputs come from the one seeded
-generator C uses (rowfuse.capi.clib.mlp_case), so a seed means the same numbers in both.
+Graph and checked before timing: the graph must hold at least one kernel node (a graph
+that captured nothing, its work sent to another stream, is refused in the C runtime's
+words: "a kernel was launched outside the capturing stream"), the output is poisoned with
+NaN, the graph replayed, and the output must pass the one comparison rule (rowfuse/mlp.h,
+through librowfuse.so) against the CPU reference in the plan's mixed precision. Inputs
+come from the one seeded generator C uses (rowfuse.capi.clib.mlp_case), so a seed means
+the same numbers in both.
 Then, interleaving the variants, 5 rounds x 200 observations of (a) the CUDA-event
 interval around a replay and (b) host completion (host clock from just before the launch
 call to the return of the synchronize); (c) the GPU span of one replay from CUPTI activity
@@ -151,6 +154,7 @@ class Variant:
 
     def __init__(self, name, label, launch, y, note=""):
         self.name, self.label, self.launch, self.y, self.note = name, label, launch, y, note
+        self.kernels_min = 1  # kernel nodes its captured graph must hold
         self.graph = None
         self.result = {"name": name, "label": label, "note": note}
 
@@ -279,12 +283,18 @@ def build_variants(args, shape, dev, cpu_inputs, ref=None):
 
     if wanted("torch-eager"):
         y = ybuf()
+
+        def eager(y=y):
+            torch_eager_block(x, w1, b1, w2, b2, y)
+
+        fault = getattr(args, "plant_fault", None)
         out.append(
             Variant(
                 "torch-eager",
                 VARIANTS[1][1],
-                lambda y=y: torch_eager_block(x, w1, b1, w2, b2, y),
+                plant_wrong_stream(eager, fault) if fault else eager,
                 y,
+                note=f"planted fault {fault} (tests of the capture check)" if fault else "",
             )
         )
     if wanted("torch-compile"):
@@ -346,6 +356,106 @@ def _triton_variant(x, w1, b1, w2, b2, y, ref, shape):
 
 # ---------------------------------------------------------------- capture, check, time
 
+OUTSIDE_STREAM = "a kernel was launched outside the capturing stream"
+
+
+class CaptureRefused(RuntimeError):
+    """A variant's captured graph lacks its kernels, or the capture itself failed."""
+
+
+def capture_refusal(name: str, expected_min: int, found: int) -> str | None:
+    """The refusal of a captured graph with fewer kernel nodes than its variant launches,
+    in the words of the C runtime (src/runtime/variant.c), or None when there are enough.
+    The Python peers' kernel counts vary (cuBLAS, Inductor and Triton choose), so each
+    expects at least one."""
+    if found >= expected_min:
+        return None
+    return (
+        f"{name}: kernel nodes in the captured graph: expected at least {expected_min}, "
+        f"found {found}: {OUTSIDE_STREAM} (on another stream, the legacy default stream or "
+        "the per-thread default stream), so it ran once during the capture and is not in "
+        "the graph"
+    )
+
+
+def capture_failure(name: str, error: BaseException) -> str:
+    """The message for a capture CUDA itself refused, with its likely cause named."""
+    text = str(error)
+    if "captur" in text.lower():
+        return (
+            f"{name}: the CUDA Graph capture failed: {text.strip()} (likely cause: "
+            f"{OUTSIDE_STREAM}, e.g. on the legacy default stream, which waits for every "
+            "blocking stream, or work during the capture that a capture does not allow, "
+            "such as a synchronize or an allocation on another stream)"
+        )
+    return f"{name}: the CUDA Graph capture failed: {text.strip()}"
+
+
+def graph_kernel_nodes(graph_handle: int) -> int:
+    """Kernel nodes of a captured CUDA graph (a cudaGraph_t as an int), child graphs
+    included, read through the driver API."""
+    from cuda.bindings import driver
+
+    def ok(result):
+        err = result[0]
+        if err != driver.CUresult.CUDA_SUCCESS:
+            raise RuntimeError(f"counting a graph's kernel nodes: {err.name}")
+        return result[1:]
+
+    def count(graph) -> int:
+        (_, n) = ok(driver.cuGraphGetNodes(graph, 0))
+        if n == 0:
+            return 0
+        nodes, _ = ok(driver.cuGraphGetNodes(graph, n))
+        total = 0
+        for node in nodes:
+            (kind,) = ok(driver.cuGraphNodeGetType(node))
+            if kind == driver.CUgraphNodeType.CU_GRAPH_NODE_TYPE_KERNEL:
+                total += 1
+            elif kind == driver.CUgraphNodeType.CU_GRAPH_NODE_TYPE_GRAPH:
+                (child,) = ok(driver.cuGraphChildGraphNodeGetGraph(node))
+                total += count(child)
+        return total
+
+    return count(driver.CUgraph(graph_handle))
+
+
+# Tests of the capture check only (--plant-fault): the stream a faulty launcher uses
+# instead of the current one, as in `rowfuse compile --plant-fault`.
+WRONG_STREAMS = ("wrong-stream-created", "wrong-stream-legacy", "wrong-stream-per-thread")
+
+
+def plant_wrong_stream(launch, fault: str):
+    """`launch` with its work sent to another stream: one it created, the legacy default
+    stream, or the per-thread default stream (cudaStreamPerThread, handle 2). The warm-up
+    runs there too, so the caching allocator holds that stream's blocks before capture."""
+    import torch
+
+    if fault == "wrong-stream-created":
+        stream = torch.cuda.Stream()
+    elif fault == "wrong-stream-legacy":
+        stream = torch.cuda.default_stream()
+    elif fault == "wrong-stream-per-thread":
+        stream = torch.cuda.ExternalStream(2)
+    else:
+        raise ValueError(f"--plant-fault must be one of {', '.join(WRONG_STREAMS)}, not {fault}")
+
+    def wrong():
+        with torch.cuda.stream(stream):
+            launch()
+
+    return wrong
+
+
+def refuse_short_graph(v, graph_handle: int, count_kernels=graph_kernel_nodes) -> int:
+    """Counts the kernel nodes of v's captured graph; raises CaptureRefused when there are
+    fewer than v.kernels_min. Returns the count."""
+    found = count_kernels(graph_handle)
+    refusal = capture_refusal(v.name, v.kernels_min, found)
+    if refusal:
+        raise CaptureRefused(refusal)
+    return found
+
 
 def capture(v, warmup: int = 3) -> None:
     import torch
@@ -357,10 +467,15 @@ def capture(v, warmup: int = 3) -> None:
             v.launch()
     torch.cuda.current_stream().wait_stream(side)
     torch.cuda.synchronize()
-    g = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(g):
-        v.launch()
+    g = torch.cuda.CUDAGraph(keep_graph=True)  # the cudaGraph_t stays readable: its nodes
+    try:
+        with torch.cuda.graph(g):
+            v.launch()
+    except RuntimeError as e:
+        raise CaptureRefused(capture_failure(v.name, e)) from None
     torch.cuda.synchronize()
+    v.result["kernel_nodes"] = refuse_short_graph(v, g.raw_cuda_graph())
+    g.instantiate()
     v.graph = g
 
 
@@ -619,6 +734,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("-o", "--output", help="JSON output path")
     p.add_argument("--markdown", help="also write the markdown table here")
+    p.add_argument(
+        "--plant-fault",
+        choices=WRONG_STREAMS,
+        help="tests of the capture check only: the torch-eager peer's work goes to another "
+        "stream, so its graph captures nothing and the peer must be refused",
+    )
     return p
 
 
