@@ -10,6 +10,7 @@ Each model's lab folder is built once for this file (a module-scoped fixture).
 from __future__ import annotations
 
 import json
+import os
 import random
 import shutil
 import zipfile
@@ -70,8 +71,15 @@ def _one(index, target, stage):
     return hits
 
 
+# fixed seeds, a new one per call (printed: pytest shows it with a failure); RF_TEST_SEED
+# starts the sequence elsewhere
+_SEEDS = random.Random(int(os.environ.get("RF_TEST_SEED", "2212")))
+
+
 def _fresh_seed() -> int:
-    return random.SystemRandom().randrange(2**31)
+    seed = _SEEDS.randrange(2**31)
+    print(f"seed {seed}")
+    return seed
 
 
 @pytest.mark.parametrize("name", models.MODELS)

@@ -16,6 +16,7 @@ other input row is replaced by fresh data.
 from __future__ import annotations
 
 import json
+import os
 import random
 import re
 
@@ -26,9 +27,15 @@ from rowfuse.lab import models
 
 import onnx
 
+# fixed seeds, a new one per call (printed: pytest shows it with a failure); RF_TEST_SEED
+# starts the sequence elsewhere
+_SEEDS = random.Random(int(os.environ.get("RF_TEST_SEED", "2212")))
+
 
 def _seed() -> int:
-    return random.SystemRandom().randrange(2**31)
+    seed = _SEEDS.randrange(2**31)
+    print(f"seed {seed}")
+    return seed
 
 
 def _rows_independent(name: str, trials: int = 3) -> bool:

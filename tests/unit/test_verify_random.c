@@ -359,10 +359,10 @@ static void dump_graph(void) {
 }
 
 int main(void) {
-    uint64_t seed = (uint64_t)time(NULL) ^ ((uint64_t)clock() << 32) ^ 0x2545F4914F6CDD1Dull;
+    uint64_t seed = 0x2545F4914F6CDD1Dull; /* fixed; RF_TEST_SEED sweeps others */
     if (getenv("RF_TEST_SEED"))
         seed = strtoull(getenv("RF_TEST_SEED"), NULL, 0);
-    printf("seed %llu (set RF_TEST_SEED to replay)\n", (unsigned long long)seed);
+    printf("seed %llu (set RF_TEST_SEED to try another)\n", (unsigned long long)seed);
     uint64_t s = seed | 1;
     int accepted = 0, rejected = 0, checked = 0, failures = 0;
     for (int g = 0; g < 3000 && failures < 3; g++) {
