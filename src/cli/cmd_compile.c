@@ -5,94 +5,101 @@
  * generator is python/rowfuse/kernels/build.py (found through $RF_KERNELS_DIR, else next to the
  * source tree, else ./kernels), run with $RF_PYTHON (default python3). */
 #define _POSIX_C_SOURCE 200809L
+#include <dirent.h>
 #include <inttypes.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
+#include "args.h"
 #include "cli/compile_mlir.h"
 #include "commands.h"
 #include "load.h"
 #include "paths.h"
 #include "rowfuse/compile.h"
 
-#define RF_COMPILE_USAGE                                                                           \
-    "usage: rowfuse compile (MODEL.onnx | --mlp ROWSxCHANNELSxHIDDEN [--seed S]) [--rows N] "      \
-    "[--schedule auto|NAME] [--tile-rows auto|16|32|64] [--target h200|h100-sxm|h100-pcie] "       \
-    "[--sms N] [--x-prefetch auto|on|off] [--y-vec2 auto|on|off] [--hidden-split auto|on|off] "    \
-    "[--grid auto|smem|regs|balanced] [--ring] [--min-blocks N] [--max-grid N] "                   \
-    "[--plant-fault no-barrier|no-pad (tests of the gates)] -o PKGDIR\n"                           \
-    "       rowfuse compile (MODEL.onnx | --mlp RxCxH) --target iree [--device llvm-cpu|cuda] "    \
-    "[--schedule auto|NAME|stock] -o DIR   (an IREE module: see rowfuse iree)"
-
 typedef struct compile_args {
     const char *model, *mlp;
-    uint64_t seed;
+    int64_t seed;
+    int force; /* write into a non-empty folder that is not a package */
     rf_compile_options_t o;
 } compile_args_t;
 
-static int parse_int(const char *s, long long lo, long long hi, long long *out) {
-    char *end;
-    long long v = strtoll(s, &end, 10);
-    if (end == s || *end || v < lo || v > hi)
-        return 0;
-    *out = v;
-    return 1;
-}
+/* How an option's value is read into its field. */
+typedef enum compile_value {
+    VALUE_TEXT,      /* const char *, as given */
+    VALUE_INT,       /* int in lo..hi */
+    VALUE_INT64,     /* int64_t in lo..hi */
+    VALUE_TRI,       /* int: auto|on|off -> -1|1|0 */
+    VALUE_GRID,      /* rf_grid_rule_t: auto|smem|regs|balanced */
+    VALUE_TILE_ROWS, /* int: auto|16|32|64 -> 0|16|32|64 */
+} compile_value_t;
 
-static int parse_tri(const char *s, int *out) { /* auto|on|off -> -1|1|0 */
-    *out = !strcmp(s, "auto") ? -1 : !strcmp(s, "on") ? 1 : !strcmp(s, "off") ? 0 : -2;
-    return *out != -2;
-}
+typedef struct compile_option {
+    const char *name;
+    compile_value_t kind;
+    size_t field; /* offset in compile_args_t */
+    int64_t lo, hi;
+} compile_option_t;
 
-static int parse_grid(const char *s, rf_grid_rule_t *out) {
-    static const char *const names[] = {"auto", "smem", "regs", "balanced"};
-    for (int i = 0; i < 4; i++)
-        if (!strcmp(s, names[i])) {
-            *out = (rf_grid_rule_t)i;
-            return 1;
-        }
-    return 0;
-}
+#define FIELD(f) offsetof(compile_args_t, f)
 
-/* One option with its value; 0 when the option is unknown or the value bad. */
-static int parse_option(compile_args_t *c, const char *a, const char *v) {
-    rf_compile_options_t *o = &c->o;
-    long long n = 0;
-    int ok = 1;
-    if (!strcmp(a, "--rows"))
-        ok = parse_int(v, 1, RF_MAX_DIM, &n), o->rows = n;
-    else if (!strcmp(a, "--mlp"))
-        c->mlp = v;
-    else if (!strcmp(a, "--seed"))
-        ok = parse_int(v, 0, INT64_MAX, &n), c->seed = (uint64_t)n;
-    else if (!strcmp(a, "--schedule"))
-        o->schedule = v;
-    else if (!strcmp(a, "--tile-rows"))
-        ok = !strcmp(v, "auto") || (parse_int(v, 16, 64, &n) && (o->tile_rows = (int)n));
-    else if (!strcmp(a, "--target"))
-        o->target = v;
-    else if (!strcmp(a, "--sms"))
-        ok = parse_int(v, 1, 1024, &n), o->sm_count = (int)n;
-    else if (!strcmp(a, "--x-prefetch"))
-        ok = parse_tri(v, &o->x_prefetch);
-    else if (!strcmp(a, "--y-vec2"))
-        ok = parse_tri(v, &o->y_vec2);
-    else if (!strcmp(a, "--hidden-split"))
-        ok = parse_tri(v, &o->hidden_split);
-    else if (!strcmp(a, "--grid"))
-        ok = parse_grid(v, &o->grid);
-    else if (!strcmp(a, "--min-blocks"))
-        ok = parse_int(v, 0, 32, &n), o->min_blocks = (int)n;
-    else if (!strcmp(a, "--plant-fault"))
-        o->fault = v;
-    else if (!strcmp(a, "--max-grid"))
-        ok = parse_int(v, 0, 1 << 30, &n), o->max_grid = (int)n;
-    else if (!strcmp(a, "-o") || !strcmp(a, "--output"))
-        o->out_dir = v;
-    else
-        return 0;
-    return ok;
+/* The options that take a value; `rowfuse compile --help` (main.c) documents them. */
+static const compile_option_t compile_options[] = {
+    {"--mlp", VALUE_TEXT, FIELD(mlp), 0, 0},
+    {"--seed", VALUE_INT64, FIELD(seed), 0, INT64_MAX},
+    {"--rows", VALUE_INT64, FIELD(o.rows), 1, RF_MAX_DIM},
+    {"--schedule", VALUE_TEXT, FIELD(o.schedule), 0, 0},
+    {"--tile-rows", VALUE_TILE_ROWS, FIELD(o.tile_rows), 0, 0},
+    {"--target", VALUE_TEXT, FIELD(o.target), 0, 0},
+    {"--sms", VALUE_INT, FIELD(o.sm_count), 1, 1024},
+    {"--x-prefetch", VALUE_TRI, FIELD(o.x_prefetch), 0, 0},
+    {"--y-vec2", VALUE_TRI, FIELD(o.y_vec2), 0, 0},
+    {"--hidden-split", VALUE_TRI, FIELD(o.hidden_split), 0, 0},
+    {"--grid", VALUE_GRID, FIELD(o.grid), 0, 0},
+    {"--min-blocks", VALUE_INT, FIELD(o.min_blocks), 0, 32},
+    {"--max-grid", VALUE_INT, FIELD(o.max_grid), 0, 1 << 30},
+    {"-o", VALUE_TEXT, FIELD(o.out_dir), 0, 0},
+    {"--output", VALUE_TEXT, FIELD(o.out_dir), 0, 0},
+    /* Tests of the checks only, so not in --help: a planted fault by name (the names are
+     * src/compile/plan.c's table; src/check/README.md lists them). */
+    {"--plant-fault", VALUE_TEXT, FIELD(o.fault), 0, 0},
+};
+
+/* Reads option `opt`'s value `v` into its field of c. */
+static rf_status_t parse_value(compile_args_t *c, const compile_option_t *opt, const char *v) {
+    static const char *const tri[] = {"auto", "on", "off", NULL};
+    static const int tri_value[] = {-1, 1, 0};
+    static const char *const grid[] = {"auto", "smem", "regs", "balanced", NULL};
+    static const char *const tile[] = {"auto", "16", "32", "64", NULL};
+    static const int tile_value[] = {0, 16, 32, 64};
+    char *field = (char *)c + opt->field;
+    int k = 0;
+    switch (opt->kind) {
+    case VALUE_TEXT:
+        *(const char **)field = v;
+        return RF_OK;
+    case VALUE_INT:
+        return rf_cli_parse_int(opt->name, v, (int)opt->lo, (int)opt->hi, (int *)field);
+    case VALUE_INT64:
+        return rf_cli_parse_int64(opt->name, v, opt->lo, opt->hi, (int64_t *)field);
+    case VALUE_TRI:
+        RF_RETURN_IF_ERROR_PLAIN(rf_cli_parse_choice(opt->name, v, tri, &k));
+        *(int *)field = tri_value[k];
+        return RF_OK;
+    case VALUE_GRID:
+        RF_RETURN_IF_ERROR_PLAIN(rf_cli_parse_choice(opt->name, v, grid, &k));
+        *(rf_grid_rule_t *)field = (rf_grid_rule_t)k;
+        return RF_OK;
+    case VALUE_TILE_ROWS:
+        RF_RETURN_IF_ERROR_PLAIN(rf_cli_parse_choice(opt->name, v, tile, &k));
+        *(int *)field = tile_value[k];
+        return RF_OK;
+    }
+    return RF_ERR(RF_CODE_INTERNAL, "option %s has no reader", opt->name);
 }
 
 static rf_status_t parse_args(int argc, char **argv, compile_args_t *c) {
@@ -101,52 +108,65 @@ static rf_status_t parse_args(int argc, char **argv, compile_args_t *c) {
     c->seed = 1;
     for (int i = 0; i < argc; i++) {
         const char *a = argv[i];
+        const compile_option_t *opt = NULL;
+        for (size_t k = 0; k < sizeof compile_options / sizeof compile_options[0]; k++)
+            if (!strcmp(a, compile_options[k].name))
+                opt = &compile_options[k];
         if (!strcmp(a, "--ring"))
             c->o.ring = 1;
+        else if (!strcmp(a, "--force"))
+            c->force = 1;
         else if (a[0] != '-' && !c->model)
             c->model = a;
-        else if (i + 1 >= argc || !parse_option(c, a, argv[i + 1]))
-            return RF_ERR(RF_CODE_INVALID_ARGUMENT, "bad argument '%s%s%s'\n%s", a,
-                          i + 1 < argc ? " " : "", i + 1 < argc ? argv[i + 1] : "",
-                          RF_COMPILE_USAGE);
+        else if (!opt)
+            return RF_ERR(RF_CODE_INVALID_ARGUMENT,
+                          "unexpected argument '%s' (rowfuse compile --help lists the options)", a);
+        else if (i + 1 >= argc)
+            return RF_ERR(RF_CODE_INVALID_ARGUMENT, "%s needs a value", a);
         else
-            i++;
+            RF_RETURN_IF_ERROR_PLAIN(parse_value(c, opt, argv[++i]));
     }
     if (!!c->model == !!c->mlp || !c->o.out_dir)
-        return RF_ERR(RF_CODE_INVALID_ARGUMENT, "%s", RF_COMPILE_USAGE);
+        return RF_ERR(RF_CODE_INVALID_ARGUMENT, "usage: rowfuse %s", rf_cli_synopsis("compile"));
     return RF_OK;
 }
 
-/* The block's weights, hash and row count from the model or the --mlp shape. */
-static rf_status_t block_weights(compile_args_t *c, rf_mlp_weights_t *w, char hash[17],
-                                 char *model_desc, size_t desc_size) {
-    rf_allocator_t a = rf_allocator_system();
-    if (c->mlp) {
-        long long r, ch, h;
-        char tail;
-        if (sscanf(c->mlp, "%lldx%lldx%lld%c", &r, &ch, &h, &tail) != 3 || r < 1 || ch < 1 || h < 1)
-            return RF_ERR(RF_CODE_INVALID_ARGUMENT,
-                          "--mlp wants ROWSxCHANNELSxHIDDEN with each >= 1, not '%s'", c->mlp);
-        if (!c->o.rows)
-            c->o.rows = r;
-        snprintf(model_desc, desc_size, "mlp:%lldx%lldx%lld seed %" PRIu64, r, ch, h, c->seed);
-        RF_RETURN_IF_ERROR_PLAIN(rf_mlp_weights_random(a, ch, h, c->seed, w));
-    } else {
-        rf_graph_t *g;
-        rf_contract_t *ct;
-        rf_mlp_block_t block;
-        snprintf(model_desc, desc_size, "%s", c->model);
-        RF_RETURN_IF_ERROR_PLAIN(rf_cli_load_verified(c->model, &g, &ct));
-        rf_status_t st = rf_mlp_match(g, &block);
-        if (!st && !c->o.rows)
-            c->o.rows = block.rows;
-        if (!st)
-            st = rf_mlp_weights_from_graph(a, g, &block, w);
-        rf_contract_destroy(ct);
-        rf_graph_destroy(g);
-        RF_RETURN_IF_ERROR_PLAIN(st);
+/* A package folder: what rf_compile_package writes first (kernel_spec.json) or last
+ * (plan.json). */
+static int is_package(const char *dir) {
+    static const char *const marks[] = {"plan.json", "kernel_spec.json"};
+    char path[8192];
+    for (int i = 0; i < 2; i++) {
+        snprintf(path, sizeof path, "%s/%s", dir, marks[i]);
+        if (access(path, F_OK) == 0)
+            return 1;
     }
-    rf_mlp_weights_hash(w, hash);
+    return 0;
+}
+
+/* -o must be new, empty, or a rowfuse package (replaced), so that a compile never mixes
+ * its files into a folder of other files; --force allows that. */
+static rf_status_t check_out_dir(const char *dir, int force) {
+    struct stat sb;
+    if (stat(dir, &sb) != 0)
+        return RF_OK; /* new: rf_compile_package creates it */
+    if (!S_ISDIR(sb.st_mode))
+        return RF_ERR(RF_CODE_INVALID_ARGUMENT, "-o %s: exists and is not a folder", dir);
+    if (force || is_package(dir))
+        return RF_OK;
+    DIR *d = opendir(dir);
+    if (!d)
+        return RF_ERR(RF_CODE_IO_ERROR, "-o %s: cannot read the folder", dir);
+    const struct dirent *e;
+    int empty = 1;
+    while (empty && (e = readdir(d)) != NULL)
+        empty = !strcmp(e->d_name, ".") || !strcmp(e->d_name, "..");
+    closedir(d);
+    if (!empty)
+        return RF_ERR(RF_CODE_INVALID_ARGUMENT,
+                      "-o %s: the folder is not empty and holds no rowfuse package; name a new "
+                      "or empty folder, or pass --force to write into it",
+                      dir);
     return RF_OK;
 }
 
@@ -206,7 +226,10 @@ int rf_cmd_compile(int argc, char **argv) {
         st = rf_cli_find_dir("RF_KERNELS_DIR", "python/rowfuse/kernels", "build.py", kdir,
                              sizeof kdir);
     if (!st)
-        st = block_weights(&c, &w, hash, desc, sizeof desc);
+        st = check_out_dir(c.o.out_dir, c.force);
+    if (!st)
+        st = rf_cli_block_weights(c.model, c.mlp, (uint64_t)c.seed, &c.o.rows, &w, hash, desc,
+                                  sizeof desc);
     if (st) {
         rf_mlp_weights_free(rf_allocator_system(), &w);
         return rf_cli_report("compile", st);

@@ -7,12 +7,14 @@
  * default python3). Exit status: 0 when the report was written (whatever it says), 1 when
  * the model is rejected, 2 for bad data, bad arguments, no GPU, or a failed plot. */
 #define _POSIX_C_SOURCE 200809L
+#include <ctype.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
+#include "args.h"
 #include "base/tool.h"
 #include "commands.h"
 #include "load.h"
@@ -20,80 +22,115 @@
 #include "rowfuse/eval.h"
 #include "rowfuse/tensor.h"
 
-#define RF_EVAL_USAGE                                                                              \
-    "usage: rowfuse eval --model MODEL.onnx --data DATA.csv|DATA.npz --features A,B,... --label "  \
-    "COL [--slice COL]... [--cross] [--cpu-mixed | --gpu --package PKGDIR] [--task "               \
-    "auto|classify|regress] [--min-count N] [--alpha A] [--no-plot] -o OUTDIR"
-
 typedef struct rf_eval_args {
     const char *model, *data, *out_dir;
-    char **features; /* split from the --features lists */
-    int n_features;
+    char **features; /* the --features items, ranges expanded; each malloc'd */
+    int n_features, cap_features;
     const char *slices[RF_EVAL_MAX_SLICES + 1];
     int n_slices;
     rf_eval_columns_t columns;
     rf_eval_options_t options;
     int no_plot, cpu_mixed;
-    char *feature_text; /* --features arguments joined, split in place */
 } rf_eval_args_t;
 
-static rf_status_t rf_eval_add_features(rf_eval_args_t *x, const char *list) {
-    size_t old = x->feature_text ? strlen(x->feature_text) : 0, add = strlen(list);
-    char *text = realloc(x->feature_text, old + add + 2);
-    if (!text)
+#define RF_EVAL_MAX_FEATURES (1 << 20)
+
+/* Appends the name text[0..n) to x->features. */
+static rf_status_t rf_eval_push_feature(rf_eval_args_t *x, const char *text, size_t n) {
+    if (x->n_features >= RF_EVAL_MAX_FEATURES)
+        return RF_ERR(RF_CODE_INVALID_ARGUMENT, "--features: more than %d columns",
+                      RF_EVAL_MAX_FEATURES);
+    if (x->n_features == x->cap_features) {
+        int cap = x->cap_features ? 2 * x->cap_features : 16;
+        char **grown = realloc(x->features, (size_t)cap * sizeof *grown);
+        if (!grown)
+            return RF_ERR(RF_CODE_OUT_OF_MEMORY, "--features");
+        x->features = grown;
+        x->cap_features = cap;
+    }
+    char *name = malloc(n + 1);
+    if (!name)
         return RF_ERR(RF_CODE_OUT_OF_MEMORY, "--features");
-    x->feature_text = text;
-    if (old)
-        text[old++] = ',';
-    memcpy(text + old, list, add + 1);
+    memcpy(name, text, n);
+    name[n] = '\0';
+    x->features[x->n_features++] = name;
     return RF_OK;
 }
 
-static rf_status_t rf_eval_split_features(rf_eval_args_t *x) {
-    if (!x->feature_text)
-        return RF_OK;
-    size_t n = 1;
-    for (const char *p = x->feature_text; *p; p++)
-        n += *p == ',';
-    x->features = calloc(n, sizeof *x->features);
-    if (!x->features)
-        return RF_ERR(RF_CODE_OUT_OF_MEMORY, "--features");
-    char *p = x->feature_text;
-    for (size_t i = 0; i < n; i++) {
-        x->features[i] = p;
-        char *comma = strchr(p, ',');
-        if (comma) {
-            *comma = '\0';
-            p = comma + 1;
-        }
+/* The digits ending text[0..n): how many (at most 9, so they fit a long). */
+static size_t rf_eval_trailing_digits(const char *text, size_t n) {
+    size_t d = 0;
+    while (d < n && d < 10 && isdigit((unsigned char)text[n - 1 - d]))
+        d++;
+    return d;
+}
+
+/* A range item PREFIXa..PREFIXb or PREFIXa..b: PREFIXa, PREFIXa+1, ..., PREFIXb (zero-padded
+ * to a's width when a has a leading zero, as in f00..f63). */
+static rf_status_t rf_eval_add_range(rf_eval_args_t *x, const char *item, size_t n,
+                                     const char *dots) {
+    size_t left = (size_t)(dots - item), right = n - left - 2;
+    const char *r = dots + 2;
+    size_t da = rf_eval_trailing_digits(item, left), db = rf_eval_trailing_digits(r, right);
+    size_t prefix = left - da;
+    int ok = da > 0 && da < 10 && db > 0 && db < 10 &&
+             (right == db || (right - db == prefix && !memcmp(r, item, prefix)));
+    long a = ok ? strtol(item + prefix, NULL, 10) : 0,
+         b = ok ? strtol(r + right - db, NULL, 10) : 0;
+    if (!ok || a > b || b - a >= RF_EVAL_MAX_FEATURES)
+        return RF_ERR(RF_CODE_INVALID_ARGUMENT,
+                      "--features: '%.*s' is not a range PREFIXa..PREFIXb with a <= b (e.g. "
+                      "f0..f63)",
+                      (int)n, item);
+    int width = item[prefix] == '0' && da > 1 ? (int)da : 0;
+    for (long v = a; v <= b; v++) {
+        char name[512];
+        int m = snprintf(name, sizeof name, "%.*s%0*ld", (int)prefix, item, width, v);
+        if (m < 0 || (size_t)m >= sizeof name)
+            return RF_ERR(RF_CODE_INVALID_ARGUMENT, "--features: '%.*s': name too long", (int)n,
+                          item);
+        RF_RETURN_IF_ERROR_PLAIN(rf_eval_push_feature(x, name, (size_t)m));
     }
-    x->n_features = (int)n;
     return RF_OK;
+}
+
+/* One --features list: comma-separated items, spaces around each ignored. An item is a
+ * column name, a range (rf_eval_add_range) or a glob such as 'f*' (passed on as it is: the
+ * CSV reader matches it against the header). */
+static rf_status_t rf_eval_add_features(rf_eval_args_t *x, const char *list) {
+    const char *p = list;
+    for (;;) {
+        const char *comma = strchr(p, ',');
+        size_t n = comma ? (size_t)(comma - p) : strlen(p);
+        while (n && isspace((unsigned char)*p))
+            p++, n--;
+        while (n && isspace((unsigned char)p[n - 1]))
+            n--;
+        if (n == 0)
+            return RF_ERR(RF_CODE_INVALID_ARGUMENT,
+                          "--features '%s': an empty name (two commas in a row, or one at an end)",
+                          list);
+        const char *dots = strstr(p, "..");
+        if (dots && dots < p + n)
+            RF_RETURN_IF_ERROR_PLAIN(rf_eval_add_range(x, p, n, dots));
+        else
+            RF_RETURN_IF_ERROR_PLAIN(rf_eval_push_feature(x, p, n));
+        if (!comma)
+            return RF_OK;
+        p = comma + 1;
+    }
 }
 
 static rf_status_t rf_eval_parse_value(const char *flag, const char *v, rf_eval_args_t *x) {
-    char *end;
+    static const char *const tasks[] = {"auto", "classify", "regress", NULL};
     if (!strcmp(flag, "--min-count")) {
-        long long n = strtoll(v, &end, 10);
-        if (*end || end == v || n < 1)
-            return RF_ERR(RF_CODE_INVALID_ARGUMENT, "--min-count must be an integer >= 1, not '%s'",
-                          v);
-        x->options.min_count = n;
+        return rf_cli_parse_int64(flag, v, 1, INT64_MAX, &x->options.min_count);
     } else if (!strcmp(flag, "--alpha")) {
-        double a = strtod(v, &end);
-        if (*end || end == v || !(a > 0.0 && a < 1.0))
-            return RF_ERR(RF_CODE_INVALID_ARGUMENT, "--alpha must be in (0, 1), not '%s'", v);
-        x->options.alpha = a;
+        return rf_cli_parse_double(flag, v, 0.0, 1.0, &x->options.alpha);
     } else if (!strcmp(flag, "--task")) {
-        if (!strcmp(v, "auto"))
-            x->options.task = RF_EVAL_TASK_AUTO;
-        else if (!strcmp(v, "classify"))
-            x->options.task = RF_EVAL_TASK_CLASSIFY;
-        else if (!strcmp(v, "regress"))
-            x->options.task = RF_EVAL_TASK_REGRESS;
-        else
-            return RF_ERR(RF_CODE_INVALID_ARGUMENT,
-                          "--task must be auto, classify or regress, not '%s'", v);
+        int task = 0; /* the names in rf_eval_task_t's order */
+        RF_RETURN_IF_ERROR_PLAIN(rf_cli_parse_choice(flag, v, tasks, &task));
+        x->options.task = (rf_eval_task_t)task;
     } else if (!strcmp(flag, "--slice")) {
         if (x->n_slices >= RF_EVAL_MAX_SLICES)
             return RF_ERR(RF_CODE_INVALID_ARGUMENT, "at most %d --slice columns",
@@ -137,12 +174,12 @@ static rf_status_t rf_eval_parse(int argc, char **argv, rf_eval_args_t *x) {
         } else if (!strcmp(a, "--no-plot")) {
             x->no_plot = 1;
         } else {
-            return RF_ERR(RF_CODE_INVALID_ARGUMENT, "unexpected argument '%s'; %s", a,
-                          RF_EVAL_USAGE);
+            return RF_ERR(RF_CODE_INVALID_ARGUMENT,
+                          "unexpected argument '%s' (rowfuse eval --help lists the options)", a);
         }
     }
-    if (!x->model || !x->data || !x->feature_text || !x->columns.label || !x->out_dir)
-        return RF_ERR(RF_CODE_INVALID_ARGUMENT, "%s", RF_EVAL_USAGE);
+    if (!x->model || !x->data || !x->n_features || !x->columns.label || !x->out_dir)
+        return RF_ERR(RF_CODE_INVALID_ARGUMENT, "usage: rowfuse %s", rf_cli_synopsis("eval"));
     if (x->cpu_mixed && x->options.backend == RF_EVAL_GPU)
         return RF_ERR(RF_CODE_INVALID_ARGUMENT, "--gpu and --cpu-mixed exclude each other");
     if (x->options.backend == RF_EVAL_GPU && !x->options.package_dir)
@@ -150,7 +187,6 @@ static rf_status_t rf_eval_parse(int argc, char **argv, rf_eval_args_t *x) {
                       "--gpu needs --package PKGDIR (from `rowfuse compile`)");
     if (x->options.backend != RF_EVAL_GPU && x->options.package_dir)
         return RF_ERR(RF_CODE_INVALID_ARGUMENT, "--package is for --gpu");
-    RF_RETURN_IF_ERROR_PLAIN(rf_eval_split_features(x));
     x->columns.features = (const char *const *)x->features;
     x->columns.n_features = x->n_features;
     x->columns.slices = x->slices;
@@ -285,7 +321,8 @@ int rf_cmd_eval(int argc, char **argv) {
     rf_eval_table_destroy(t);
     rf_contract_destroy(c);
     rf_graph_destroy(g);
+    for (int i = 0; i < x.n_features; i++)
+        free(x.features[i]);
     free(x.features);
-    free(x.feature_text);
     return model_error ? rf_cli_report("eval", st) : rf_cli_fail("eval", st, 2);
 }

@@ -31,6 +31,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "args.h"
 #include "base/tool.h"
 #include "cli/compile_mlir.h"
 #include "commands.h"
@@ -39,14 +40,9 @@
 #include "rowfuse/compile.h"
 #include "rowfuse/mlir.h"
 
-#define RF_IREE_USAGE                                                                              \
-    "usage: rowfuse iree (MODEL.onnx | --mlp ROWSxCHANNELSxHIDDEN [--seed S]) [--rows N] "         \
-    "[--schedule auto|NAME|stock] [--device llvm-cpu|cuda] [--kernels extern|codegen] "            \
-    "[--target h200|h100-sxm|h100-pcie] [--sms N] [--cuda-target sm_89] [--function NAME] -o DIR"
-
 typedef struct iree_args {
     const char *model, *mlp, *schedule, *device, *kernels, *target, *cuda_target, *function, *out;
-    uint64_t seed;
+    int64_t seed;
     int64_t rows;
     int sms;
 } iree_args_t;
@@ -70,20 +66,20 @@ static rf_status_t parse(int argc, char **argv, iree_args_t *a) {
     a->seed = 1;
     for (int i = 0; i < argc; i++) {
         const char *k = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        char *end = NULL;
+        rf_status_t bad = RF_OK;
         if (k[0] != '-' && !a->model) {
             a->model = k;
             continue;
         }
         if (!v)
-            return RF_ERR(RF_CODE_INVALID_ARGUMENT, "'%s' needs a value\n%s", k, RF_IREE_USAGE);
+            return RF_ERR(RF_CODE_INVALID_ARGUMENT, "%s needs a value (rowfuse iree --help)", k);
         i++;
         if (!strcmp(k, "--mlp"))
             a->mlp = v;
         else if (!strcmp(k, "--seed"))
-            a->seed = strtoull(v, &end, 10);
+            bad = rf_cli_parse_int64(k, v, 0, INT64_MAX, &a->seed);
         else if (!strcmp(k, "--rows"))
-            a->rows = strtoll(v, &end, 10);
+            bad = rf_cli_parse_int64(k, v, 1, RF_MAX_DIM, &a->rows);
         else if (!strcmp(k, "--schedule"))
             a->schedule = v;
         else if (!strcmp(k, "--device"))
@@ -93,7 +89,7 @@ static rf_status_t parse(int argc, char **argv, iree_args_t *a) {
         else if (!strcmp(k, "--target"))
             a->target = v;
         else if (!strcmp(k, "--sms"))
-            a->sms = (int)strtol(v, &end, 10);
+            bad = rf_cli_parse_int(k, v, 1, 1024, &a->sms);
         else if (!strcmp(k, "--cuda-target"))
             a->cuda_target = v;
         else if (!strcmp(k, "--function"))
@@ -101,12 +97,12 @@ static rf_status_t parse(int argc, char **argv, iree_args_t *a) {
         else if (!strcmp(k, "-o") || !strcmp(k, "--output"))
             a->out = v;
         else
-            return RF_ERR(RF_CODE_INVALID_ARGUMENT, "unknown option '%s'\n%s", k, RF_IREE_USAGE);
-        if (end && *end)
-            return RF_ERR(RF_CODE_INVALID_ARGUMENT, "bad number '%s' for %s", v, k);
+            return RF_ERR(RF_CODE_INVALID_ARGUMENT,
+                          "unknown option '%s' (rowfuse iree --help lists the options)", k);
+        RF_RETURN_IF_ERROR_PLAIN(bad);
     }
     if (!!a->model == !!a->mlp || !a->out)
-        return RF_ERR(RF_CODE_INVALID_ARGUMENT, "%s", RF_IREE_USAGE);
+        return RF_ERR(RF_CODE_INVALID_ARGUMENT, "usage: rowfuse %s", rf_cli_synopsis("iree"));
     if (strcmp(a->device, "llvm-cpu") && strcmp(a->device, "cuda"))
         return RF_ERR(RF_CODE_INVALID_ARGUMENT, "--device must be llvm-cpu or cuda, not '%s'",
                       a->device);
@@ -134,37 +130,8 @@ static rf_status_t parse(int argc, char **argv, iree_args_t *a) {
 /* The block's weights, hash and row count, from the model or the --mlp shape. */
 static rf_status_t weights(iree_args_t *a, rf_mlp_weights_t *w, char hash[17], char *desc,
                            size_t desc_size) {
-    rf_allocator_t al = rf_allocator_system();
-    if (a->mlp) {
-        long long r, c, h;
-        char tail;
-        if (sscanf(a->mlp, "%lldx%lldx%lld%c", &r, &c, &h, &tail) != 3 || r < 1 || c < 1 || h < 1)
-            return RF_ERR(RF_CODE_INVALID_ARGUMENT,
-                          "--mlp wants ROWSxCHANNELSxHIDDEN with each >= 1, not '%s'", a->mlp);
-        if (!a->rows)
-            a->rows = r;
-        snprintf(desc, desc_size, "mlp:%lldx%lldx%lld seed %" PRIu64, r, c, h, a->seed);
-        RF_RETURN_IF_ERROR_PLAIN(rf_mlp_weights_random(al, c, h, a->seed, w));
-    } else {
-        rf_graph_t *g;
-        rf_contract_t *ct;
-        rf_mlp_block_t block;
-        snprintf(desc, desc_size, "%s", a->model);
-        RF_RETURN_IF_ERROR_PLAIN(rf_cli_load_verified(a->model, &g, &ct));
-        rf_status_t st = rf_mlp_match(g, &block);
-        if (!st && !a->rows)
-            a->rows = block.rows;
-        if (!st)
-            st = rf_mlp_weights_from_graph(al, g, &block, w);
-        rf_contract_destroy(ct);
-        rf_graph_destroy(g);
-        RF_RETURN_IF_ERROR_PLAIN(st);
-    }
-    if (a->rows < 1 || a->rows > RF_MAX_DIM)
-        return RF_ERR(RF_CODE_INVALID_ARGUMENT, "rows %lld outside 1..%lld", (long long)a->rows,
-                      (long long)RF_MAX_DIM);
-    rf_mlp_weights_hash(w, hash);
-    return RF_OK;
+    return rf_cli_block_weights(a->model, a->mlp, (uint64_t)a->seed, &a->rows, w, hash, desc,
+                                desc_size);
 }
 
 static rf_status_t make_dir(const char *path) {

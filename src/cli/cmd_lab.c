@@ -15,9 +15,8 @@
 
 int rf_cmd_lab(int argc, char **argv) {
     if (argc < 1 || argc > RF_LAB_MAX_ARGS - 4)
-        return rf_cli_report("lab", RF_ERR(RF_CODE_INVALID_ARGUMENT,
-                                           "usage: rowfuse lab MODEL -o DIR [--targets T,...] "
-                                           "[--cuda-target SM] [--no-check]"));
+        return rf_cli_report(
+            "lab", RF_ERR(RF_CODE_INVALID_ARGUMENT, "usage: rowfuse %s", rf_cli_synopsis("lab")));
     char *args[RF_LAB_MAX_ARGS];
     int n = 3;
     rf_status_t st = rf_cli_python_module("rowfuse.lab", "rowfuse/lab/__main__.py", args);
