@@ -60,8 +60,6 @@ typedef enum rf_schedule { RF_SCHEDULE_LIST(RF_SCHEDULE_ENUM_) RF_SCHEDULE_COUNT
 const char *rf_schedule_name(rf_schedule_t schedule);
 /* Parses a schedule name. INVALID_ARGUMENT listing the known names otherwise. */
 rf_status_t rf_schedule_parse(const char *name, rf_schedule_t *out_schedule);
-/* 1 if the schedule routes H through the global h buffer. */
-int rf_schedule_needs_h(rf_schedule_t schedule);
 
 /* ---- the one table of kernel modes (what one generated kernel computes) ---- */
 #define RF_KERNEL_MODE_LIST(X)                                                                     \

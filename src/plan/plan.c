@@ -29,10 +29,6 @@ rf_status_t rf_schedule_parse(const char *name, rf_schedule_t *out) {
 #undef RF_LISTED_
 }
 
-int rf_schedule_needs_h(rf_schedule_t s) {
-    return s == RF_SCHEDULE_PERSISTENT_GMEM || s == RF_SCHEDULE_CONVENTIONAL;
-}
-
 const char *rf_kernel_mode_name(rf_kernel_mode_t m) {
     return (unsigned)m < RF_KERNEL_MODE_COUNT ? rf_mode_names_[m] : NULL;
 }
