@@ -111,14 +111,14 @@ class BenchSummary(ctypes.Structure):  # rf_bench_summary_t, src/base/stats.h
     ]
 
 
-RF_MAX_RANK = 8  # rowfuse/graph.h (the layout test checks the struct it sizes)
+RF_MAX_RANK = 8  # rowfuse/types.h (the layout test checks the struct it sizes)
 RF_DTYPE_F32 = 1  # rf_dtype_t values (checked by the layout test too)
 RF_DTYPE_F64 = 4
 RF_PRECISION_FP64 = 0  # rf_precision_t, rowfuse/ref.h
 RF_PRECISION_MIXED = 1
 
 
-class Shape(ctypes.Structure):  # rf_shape_t, rowfuse/graph.h
+class Shape(ctypes.Structure):  # rf_shape_t, rowfuse/types.h
     _fields_ = [("rank", c_int), ("dims", c_i64 * RF_MAX_RANK)]
 
 
