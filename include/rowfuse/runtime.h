@@ -210,7 +210,9 @@ rf_status_t rf_chain_exec_create(rf_allocator_t allocator, rf_chain_pkg_t *pkg, 
 void rf_chain_exec_destroy(rf_chain_exec_t *exec);
 /* Copies X [rows, C] (fp16 bit patterns) to the device, synchronously. */
 rf_status_t rf_chain_exec_upload_x(rf_chain_exec_t *exec, const uint16_t *x);
-/* Fills every byte of Y with `byte` on `stream` (0xFF: NaN; 0x42: a finite sentinel). */
+/* Fills every byte of Y with `byte` on `stream` (0xFF: NaN; 0x42: a finite sentinel), then
+ * the shared memory of every SM with NaN (a launch of its own, not part of the graph), so a
+ * kernel that reads shared memory it did not write reads NaN. */
 rf_status_t rf_chain_exec_fill_y(rf_chain_exec_t *exec, unsigned char byte, void *stream);
 /* Enqueues one replay of the captured graph on `stream`. */
 rf_status_t rf_chain_run(rf_chain_exec_t *exec, void *stream);

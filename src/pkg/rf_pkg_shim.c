@@ -7,6 +7,9 @@
  *   RF_PKG_KERNELS(X)                 X(name) per kernel, in plan.json's order
  * and nothing else: the schedules, launch order and grid are the runtime's to apply from
  * plan.json. Never prints; errors are returned as CUDA error numbers.
+ * A package with chain kernels (mode chain_mma) lists them in RF_PKG_CHAIN_KERNELS(X)
+ * instead, and every kernel, in plan.json's order, in RF_PKG_KERNEL_LIST(X, C) (X for an
+ * MLP kernel, C for a chain kernel); a table without these has MLP kernels only.
  */
 #include <stddef.h>
 #include <stdint.h>
@@ -25,6 +28,13 @@ static int rf_pkg_first_error;
 
 #include "rf_pkg_table.h"
 #include "rowfuse/kernel_abi.h"
+
+#ifndef RF_PKG_CHAIN_KERNELS
+#define RF_PKG_CHAIN_KERNELS(X)
+#endif
+#ifndef RF_PKG_KERNEL_LIST
+#define RF_PKG_KERNEL_LIST(X, C) RF_PKG_KERNELS(X)
+#endif
 
 #define RF_PKG_EXPORT __attribute__((visibility("default")))
 
@@ -59,9 +69,12 @@ static int rf_pkg_fault_init(void) {
 
 typedef int (*rf_pkg_launcher_t)(const rf_mlp_args_t *a, int32_t rows, int32_t grid,
                                  cudaStream_t stream);
+typedef int (*rf_pkg_chain_launcher_t)(const rf_chain_args_t *a, int32_t rows, int32_t grid,
+                                       cudaStream_t stream);
 
 #define RF_PKG_MODULE(p) static p##_Kernel_Module_t p##_mod;
 RF_PKG_KERNELS(RF_PKG_MODULE)
+RF_PKG_CHAIN_KERNELS(RF_PKG_MODULE)
 
 /* One launcher per kernel: wraps the device pointers in the exported tensor structs (rows
  * is the one dynamic extent) and calls the exported wrapper. */
@@ -79,11 +92,27 @@ RF_PKG_KERNELS(RF_PKG_MODULE)
     }
 RF_PKG_KERNELS(RF_PKG_LAUNCHER)
 
-#define RF_PKG_ENTRY(p) {#p, p##_launch},
+/* A chain kernel's launcher: x [rows, C] and y [rows, N_out] (rows dynamic), the weight
+ * arrays wh and wf whole. */
+#define RF_PKG_CHAIN_LAUNCHER(p)                                                                   \
+    static int p##_launch_chain(const rf_chain_args_t *a, int32_t rows, int32_t grid,              \
+                                cudaStream_t st) {                                                 \
+        p##_Tensor_mX_t x = {(void *)a->x, {rows}};                                                \
+        p##_Tensor_mWh_t wh = {(void *)a->wh};                                                     \
+        p##_Tensor_mWf_t wf = {(void *)a->wf};                                                     \
+        p##_Tensor_mY_t y = {(void *)a->y, {rows}};                                                \
+        return (int)cute_dsl_##p##_wrapper(&p##_mod, &x, &wh, &wf, &y, rows, grid,                 \
+                                           RF_PKG_STREAM(st));                                     \
+    }
+RF_PKG_CHAIN_KERNELS(RF_PKG_CHAIN_LAUNCHER)
+
+#define RF_PKG_ENTRY(p) {#p, p##_launch, NULL},
+#define RF_PKG_CHAIN_ENTRY(p) {#p, NULL, p##_launch_chain},
 static const struct {
     const char *name;
-    rf_pkg_launcher_t launch;
-} rf_pkg_entries[] = {RF_PKG_KERNELS(RF_PKG_ENTRY)};
+    rf_pkg_launcher_t launch;             /* MLP kernels */
+    rf_pkg_chain_launcher_t launch_chain; /* chain kernels */
+} rf_pkg_entries[] = {RF_PKG_KERNEL_LIST(RF_PKG_ENTRY, RF_PKG_CHAIN_ENTRY)};
 enum { RF_PKG_N = (int)(sizeof rf_pkg_entries / sizeof rf_pkg_entries[0]) };
 
 static int rf_pkg_ready;
@@ -95,6 +124,8 @@ RF_PKG_EXPORT int rf_pkg_kernel_count(void);
 RF_PKG_EXPORT const char *rf_pkg_kernel_name(int index);
 RF_PKG_EXPORT int rf_pkg_init(void);
 RF_PKG_EXPORT int rf_pkg_launch(int index, const rf_mlp_args_t *a, int32_t grid, void *stream);
+RF_PKG_EXPORT int rf_pkg_launch_chain(int index, const rf_chain_args_t *a, int32_t grid,
+                                      void *stream);
 
 int rf_pkg_abi_version(void) {
     return RF_KERNEL_ABI_VERSION;
@@ -118,6 +149,7 @@ int rf_pkg_init(void) {
     rf_pkg_first_error = 0;
 #define RF_PKG_LOAD(p) p##_Kernel_Module_Load(&p##_mod);
     RF_PKG_KERNELS(RF_PKG_LOAD)
+    RF_PKG_CHAIN_KERNELS(RF_PKG_LOAD)
 #undef RF_PKG_LOAD
     if (rf_pkg_first_error != 0)
         return rf_pkg_first_error;
@@ -135,7 +167,7 @@ int rf_pkg_launch(int index, const rf_mlp_args_t *a, int32_t grid, void *stream)
     const int64_t widest = RF_PKG_CHANNELS > RF_PKG_HIDDEN ? RF_PKG_CHANNELS : RF_PKG_HIDDEN;
     if (!rf_pkg_ready)
         return (int)cudaErrorNotReady;
-    if (index < 0 || index >= RF_PKG_N || a == NULL || grid < 1)
+    if (index < 0 || index >= RF_PKG_N || a == NULL || grid < 1 || !rf_pkg_entries[index].launch)
         return (int)cudaErrorInvalidValue;
     if (a->rows < 0 || a->rows * widest > INT32_MAX)
         return (int)cudaErrorInvalidValue;
@@ -146,4 +178,19 @@ int rf_pkg_launch(int index, const rf_mlp_args_t *a, int32_t grid, void *stream)
         !rf_pkg_aligned(a->h))
         return (int)cudaErrorInvalidValue;
     return rf_pkg_entries[index].launch(a, (int32_t)a->rows, grid, (cudaStream_t)stream);
+}
+
+int rf_pkg_launch_chain(int index, const rf_chain_args_t *a, int32_t grid, void *stream) {
+    const int64_t widest = RF_PKG_CHANNELS > RF_PKG_HIDDEN ? RF_PKG_CHANNELS : RF_PKG_HIDDEN;
+    if (!rf_pkg_ready)
+        return (int)cudaErrorNotReady;
+    if (index < 0 || index >= RF_PKG_N || a == NULL || grid < 1 ||
+        !rf_pkg_entries[index].launch_chain)
+        return (int)cudaErrorInvalidValue;
+    if (a->rows < 0 || a->rows * widest > INT32_MAX)
+        return (int)cudaErrorInvalidValue;
+    if (!a->x || !a->wh || !a->wf || !a->y || !rf_pkg_aligned(a->x) || !rf_pkg_aligned(a->wh) ||
+        !rf_pkg_aligned(a->wf) || !rf_pkg_aligned(a->y))
+        return (int)cudaErrorInvalidValue;
+    return rf_pkg_entries[index].launch_chain(a, (int32_t)a->rows, grid, (cudaStream_t)stream);
 }

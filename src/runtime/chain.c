@@ -516,7 +516,7 @@ rf_status_t rf_chain_exec_upload_x(rf_chain_exec_t *e, const uint16_t *x) {
 rf_status_t rf_chain_exec_fill_y(rf_chain_exec_t *e, unsigned char byte, void *stream) {
     RF_CUDA(cudaMemsetAsync(e->y, byte, (size_t)(e->rows * e->pkg->out_width) * 4,
                             (cudaStream_t)stream));
-    return RF_OK;
+    return rf_device_poison_smem(stream);
 }
 
 rf_status_t rf_chain_run(rf_chain_exec_t *e, void *stream) {
