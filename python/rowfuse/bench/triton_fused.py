@@ -204,17 +204,6 @@ def launch(cfg: Config, x, w1, b1, w2, b2, y, warmup: bool = False):
 _TUNED: dict[tuple, dict] = {}
 
 
-def mlp_fused(x, w1, b1, w2, b2, y, config: Config | None = None) -> None:
-    """Enqueues the fused kernel on torch's current stream; writes y in place. Uses
-    `config`, else the configuration `tune` chose for this shape, else the default."""
-    rows, channels = x.shape
-    hidden = w1.shape[1]
-    if config is None:
-        rec = _TUNED.get(_key(x, rows, channels, hidden))
-        config = rec["_config"] if rec else default_config(rows, channels, hidden)
-    launch(config, x, w1, b1, w2, b2, y)
-
-
 def _key(x, rows, channels, hidden) -> tuple:
     return (str(x.device), rows, channels, hidden)
 

@@ -31,9 +31,3 @@ class Module:
 
 def load(path: str, driver: str) -> Module:
     return Module(path, driver)
-
-
-def run_host(path: str, driver: str, x):
-    """Runs `main(x)` once; returns the output as a numpy array."""
-    out = load(path, driver)(x)
-    return out.to_host()
