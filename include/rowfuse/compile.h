@@ -84,6 +84,12 @@ typedef struct rf_compile_options {
 
 void rf_compile_options_default(rf_compile_options_t *options);
 
+/* The planted faults (tests of the checks only), for `rowfuse compile --plant-fault list`:
+ * fault i's name, what it plants and the schedules whose kernels carry it (static strings);
+ * 0 when i is past the last. */
+int rf_compile_fault_info(int i, const char **out_name, const char **out_what,
+                          const char **out_schedules);
+
 /* Resident blocks per SM of a kernel: shared memory and threads, and registers when
  * count_registers (and the spec knows them). */
 int rf_kernel_blocks_per_sm(const rf_kernel_spec_t *spec, const rf_target_t *target,

@@ -214,17 +214,26 @@ static int compile_for_iree(int argc, char **argv, int at) {
     return rc;
 }
 
+/* `rowfuse compile --plant-fault list`: every planted fault (tests of the checks only) and
+ * the schedules it applies to, one a line: NAME<TAB>SCHEDULES<TAB>WHAT. */
+static int print_faults(void) {
+    const char *name, *what, *schedules;
+    for (int i = 0; rf_compile_fault_info(i, &name, &what, &schedules); i++)
+        printf("%s\t%s\t%s\n", name, schedules, what);
+    return 0;
+}
+
 int rf_cmd_compile(int argc, char **argv) {
     for (int i = 0; i + 1 < argc; i++)
         if (!strcmp(argv[i], "--target") && !strcmp(argv[i + 1], "iree"))
             return compile_for_iree(argc, argv, i);
+    for (int i = 0; i + 1 < argc; i++)
+        if (!strcmp(argv[i], "--plant-fault") && !strcmp(argv[i + 1], "list"))
+            return print_faults();
     compile_args_t c;
     rf_mlp_weights_t w = {0};
-    char hash[17], desc[256], kdir[4096];
+    char hash[17], desc[256];
     rf_status_t st = parse_args(argc, argv, &c);
-    if (!st)
-        st = rf_cli_find_dir("RF_KERNELS_DIR", "python/rowfuse/kernels", "build.py", kdir,
-                             sizeof kdir);
     if (!st)
         st = check_out_dir(c.o.out_dir, c.force);
     if (!st)

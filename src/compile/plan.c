@@ -32,21 +32,48 @@ int rf_schedule_grid_balanced(rf_schedule_t s) {
 }
 
 /* The planted faults (tests of the checks only): the name --plant-fault takes, the spelling
- * kernel_spec.json carries to the generator, and where it is planted: in the mma.sync
- * kernels' code (the generator), or in the launcher of every kernel (the shim,
- * src/pkg/rf_pkg_shim.c, which the generator builds with RF_PKG_FAULT_<SPELLING> defined:
- * each launch goes to a stream other than the caller's, so a capture records no kernel). */
+ * kernel_spec.json carries to the generator, where it is planted and what it does: in the
+ * mma.sync kernels' code or the wgmma kernel's (the generator), or in the launcher of every
+ * kernel (the shim, src/pkg/rf_pkg_shim.c, which the generator builds with
+ * RF_PKG_FAULT_<SPELLING> defined: each launch goes to a stream other than the caller's, so
+ * a capture records no kernel). A kernel fault leaves the other family's kernels correct. */
+enum { FAULT_MMA, FAULT_WGMMA, FAULT_LAUNCHER };
 static const struct {
     const char *name, *spelling;
-    int in_launcher;
+    int where;
+    const char *what;
 } rf_faults[] = {
-    {"no-barrier", "no_barrier", 0},
-    {"no-pad", "no_pad", 0},
-    {"wrong-stream-legacy", "stream_legacy", 1},
-    {"wrong-stream-created", "stream_created", 1},
-    {"wrong-stream-per-thread", "stream_thread", 1},
+    {"no-barrier", "no_barrier", FAULT_MMA, "no block barrier between H's store and GEMM2"},
+    {"no-pad", "no_pad", FAULT_MMA, "the zero padding of partial tiles left unwritten"},
+    {"no-relu", "no_relu", FAULT_MMA, "H without its ReLU"},
+    {"no-ring-wait", "no_ring_wait", FAULT_WGMMA,
+     "the consumers read a weight stage without waiting on its full mbarrier"},
+    {"ring-phase", "ring_phase", FAULT_WGMMA,
+     "the consumers wait for the other phase parity of a weight stage (off by one)"},
+    {"no-oob-fill", "no_oob_fill", FAULT_WGMMA,
+     "TMA boxes of X, W1, W2 described with the padded extents: no zero fill past C, H"},
+    {"wrong-stream-legacy", "stream_legacy", FAULT_LAUNCHER,
+     "every launch on the legacy default stream"},
+    {"wrong-stream-created", "stream_created", FAULT_LAUNCHER,
+     "every launch on a stream the shim created"},
+    {"wrong-stream-per-thread", "stream_thread", FAULT_LAUNCHER,
+     "every launch on the per-thread default stream"},
 };
 enum { RF_FAULT_COUNT = (int)(sizeof rf_faults / sizeof rf_faults[0]) };
+
+int rf_compile_fault_info(int i, const char **out_name, const char **out_what,
+                          const char **out_schedules) {
+    static const char *const schedules[] = {
+        [FAULT_MMA] = "persistent-smem, persistent-gmem, conventional",
+        [FAULT_WGMMA] = "persistent-wgmma",
+        [FAULT_LAUNCHER] = "persistent-smem, persistent-gmem, conventional, persistent-wgmma"};
+    if (i < 0 || i >= RF_FAULT_COUNT)
+        return 0;
+    *out_name = rf_faults[i].name;
+    *out_what = rf_faults[i].what;
+    *out_schedules = schedules[rf_faults[i].where];
+    return 1;
+}
 
 static int fault_find(const char *name) {
     for (int i = 0; name && i < RF_FAULT_COUNT; i++)
@@ -67,8 +94,8 @@ static rf_status_t schedule_specs(rf_schedule_t s, int c, int h, int tm, int xpf
             rf_kernel_geometry(modes[i], c, h, tm, xpf, split, yv2, o->ring, t, &out[i]));
     for (int i = 0; i < n; i++) {
         out[i].min_blocks = o->min_blocks;
-        if (o->fault) /* the generator's spelling */
-            snprintf(out[i].fault, sizeof out[i].fault, "%s",
+        if (o->fault && rf_faults[fault_find(o->fault)].where != FAULT_WGMMA)
+            snprintf(out[i].fault, sizeof out[i].fault, "%s", /* the generator's spelling */
                      rf_faults[fault_find(o->fault)].spelling);
         out[i].grid_balanced = o->grid == RF_GRID_BALANCED ||
                                (o->grid == RF_GRID_AUTO && rf_schedule_grid_balanced(s));
@@ -89,16 +116,16 @@ static rf_status_t schedule_tiling(rf_schedule_t s, int64_t rows, int c, int h,
     rf_status_t st = RF_OK;
     if (s == RF_SCHEDULE_PERSISTENT_WGMMA) {
         /* its own tiles (64 or 128 rows); --tile-rows 64 forces 64, 16 and 32 do not apply */
-        if (o->fault && !rf_faults[fault_find(o->fault)].in_launcher)
+        if (o->fault && rf_faults[fault_find(o->fault)].where == FAULT_MMA)
             return RF_ERR(RF_CODE_UNSUPPORTED,
-                          "fused_wgmma has no planted-fault variant (--plant-fault %s is for "
-                          "the mma.sync kernels)",
+                          "fused_wgmma has no variant of --plant-fault %s (planted in the "
+                          "mma.sync kernels only; `rowfuse compile --plant-fault list`)",
                           o->fault);
         RF_RETURN_IF_ERROR_PLAIN(rf_kernel_geometry_hopper(c, h, rows, o->tile_rows == 64 ? 64 : 0,
                                                            o->hidden_split, t, &out[0]));
         out[0].grid_balanced = o->grid == RF_GRID_BALANCED ||
                                (o->grid == RF_GRID_AUTO && rf_schedule_grid_balanced(s));
-        if (o->fault) /* a launcher fault: the kernel itself is unchanged */
+        if (o->fault) /* a wgmma fault, or a launcher fault (the kernel unchanged) */
             snprintf(out[0].fault, sizeof out[0].fault, "%s",
                      rf_faults[fault_find(o->fault)].spelling);
         *out_n = 1;

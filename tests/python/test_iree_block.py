@@ -44,15 +44,22 @@ def test_fp32_implementations_are_within(case, order):
 
 
 def test_fp16_flip_only_near_a_rounding_boundary():
-    """An H element may differ by one fp16 ulp only where the fp32 error can reach the
-    midpoint between two fp16 values."""
-    one_ulp = 2.0**-10  # fp16 spacing in [1, 2)
-    mid = 1.0 + one_ulp / 2  # a rounding boundary
-    v = np.array([mid - 1e-6, mid - 1e-4, 1.0 + one_ulp / 4, 0.0])
-    err = 1e-5
-    flip = iree_block._fp16_flip(v, np.full(4, err))
-    # near 0 (after the relu) the fp16 steps are finer than err: 2 err + one subnormal step
-    assert np.allclose(flip, [2 * err + one_ulp, 0.0, 0.0, 2 * err + 2.0**-24], rtol=1e-12)
+    """An H value may differ by one fp16 step only where the fp32 error can reach the
+    midpoint between two fp16 values: a 1x1x1 block (x = 1, W2 = 1) whose pre-activation
+    sits on a rounding boundary gets a bound of that step; one a quarter step away does
+    not."""
+    one = np.ones((1, 1), dtype=np.float16)
+    step = 2.0**-10  # fp16 spacing in [1, 2)
+    w1 = one.copy()
+
+    def bound(b1: float) -> float:
+        b = np.array([b1], dtype=np.float32)
+        return float(iree_block.derived_bound(one, w1, b, one, np.zeros(1, np.float32))[0, 0])
+
+    on = bound(step / 2)  # p = 1 + step / 2: the midpoint of 1 and 1 + step (exact in fp32)
+    off = bound(step / 4)
+    assert step <= on < 1.01 * step
+    assert off < 1e-2 * step
 
 
 def test_real_errors_are_outside(case):

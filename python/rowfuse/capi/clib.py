@@ -100,6 +100,11 @@ def lib():
             + [V, V, V, V, V, P(cabi.Tensor)],
         ),
         "rf_tensor_free": (None, [cabi.Allocator, P(cabi.Tensor)]),
+        "rf_mlp_error_bound": (
+            st,
+            [cabi.Allocator, ctypes.c_int, ctypes.c_int64, ctypes.c_int64, ctypes.c_int64]
+            + [V, V, V, V, V, V, V, V, P(ctypes.c_double)],
+        ),
         "rf_mlp_error_model": (
             st,
             [cabi.Allocator, ctypes.c_int64, ctypes.c_int64, ctypes.c_int64]
@@ -267,6 +272,31 @@ def case_of(x, w1, b1, w2, b2) -> MlpCase:
         "the error model",
     )
     return MlpCase(x, w1, b1, w2, b2, ref, allow, step.value, seed=-1)
+
+
+RF_MLP_ACC_TENSOR_CORE, RF_MLP_ACC_ANY_ORDER = 0, 1  # rf_mlp_accumulation_t
+
+
+def error_bound(x, w1, b1, w2, b2, dx=None, any_order: bool = False) -> np.ndarray:
+    """rf_mlp_error_bound: per element of Y [M, C], how far a correct implementation may be
+    from the mixed reference (src/check/README.md). any_order: fp32 sums in any order (IREE)
+    instead of the tensor cores' k16 steps; dx (>= 0, x's shape): how far the other side's
+    input may be from x, carried through W1 and the residual."""
+    x, w1, w2 = (np.ascontiguousarray(a, dtype=np.float16) for a in (x, w1, w2))
+    b1, b2 = (np.ascontiguousarray(a, dtype=np.float32) for a in (b1, b2))
+    (m, c), h = x.shape, w1.shape[1]
+    d = None if dx is None else np.ascontiguousarray(dx, dtype=np.float64)
+    if d is not None and d.shape != x.shape:
+        raise ValueError(f"dx has shape {d.shape}, x {x.shape}")
+    allow = np.empty((m, c), dtype=np.float64)
+    model = RF_MLP_ACC_ANY_ORDER if any_order else RF_MLP_ACC_TENSOR_CORE
+    ptrs = [x.ctypes.data, None if d is None else d.ctypes.data]
+    ptrs += [a.ctypes.data for a in (w1, b1, w2, b2)] + [None, allow.ctypes.data]
+    check(
+        lib().rf_mlp_error_bound(lib().rf_allocator_system(), model, m, c, h, *ptrs, None),
+        "the error bound",
+    )
+    return allow
 
 
 def weights_hash(w1, b1, w2, b2) -> str:

@@ -10,10 +10,11 @@ random source, recorded), and the output is compared with the CPU reference inte
 the plan's mixed precision (rowfuse.capi.clib.reference) under two rules:
 
 - the one comparison of rowfuse/mlp.h (rowfuse.capi.clib.compare), and
-- a per-element bound derived for this block, |y - ref| <= B (`derived_bound`): IREE
-  and the reference differ only in the order of fp32 accumulation, in fp32 roundings of
-  the bias and residual adds, and, where those move a hidden value across an fp16 rounding
-  boundary, in one fp16 ulp of that H element, which the second projection carries to Y;
+- a per-element bound derived for this block, |y - ref| <= B (`derived_bound`: the C
+  library's rf_mlp_error_bound with fp32 sums in any order, src/check/README.md): IREE and
+  the reference differ only in the order of fp32 accumulation, in fp32 roundings of the
+  bias and residual adds, and, where those move a hidden value across an fp16 rounding
+  boundary, in one fp16 step of that H element, which the second projection carries to Y;
 - H rounded to fp16: over the positive outputs, the median |y - ref| at most a tenth of
   the median distance to the block with H kept unrounded (`unrounded_block`), a
   difference the bound cannot always see. (The median ignores the few elements an fp16
@@ -36,14 +37,6 @@ import sys
 import tempfile
 
 import numpy as np
-
-U32 = 2.0**-24  # unit roundoff of fp32
-
-
-def gamma(n: int) -> float:
-    """The bound on the relative error of an n-term fp32 sum in any order (Higham's gamma_n)."""
-    return n * U32 / (1.0 - n * U32)
-
 
 # ---------------------------------------------------------------- the contract's weights
 
@@ -75,20 +68,6 @@ def read_contract(path: str) -> dict:
 # ---------------------------------------------------------------- the derived bound
 
 
-def _fp16_flip(v: np.ndarray, err: np.ndarray) -> np.ndarray:
-    """Where two fp32 computations of v >= 0, each within err of v, may round to different
-    fp16 values, a bound on that difference (2 err + one fp16 ulp); 0 where no rounding
-    boundary lies within err of v, since both then round to the same fp16 value."""
-    h = v.astype(np.float16)
-    lo = np.nextafter(h, np.float16(-np.inf)).astype(np.float64)
-    hi = np.nextafter(h, np.float16(np.inf)).astype(np.float64)
-    h64 = h.astype(np.float64)
-    # distance from v to the nearest rounding boundary (the midpoints around h)
-    dist = np.minimum(v - (lo + h64) / 2.0, (h64 + hi) / 2.0 - v)
-    ulp = np.maximum(hi - h64, h64 - lo)
-    return np.where(dist <= err, 2.0 * err + ulp, 0.0)
-
-
 def unrounded_block(x, w1, b1, w2, b2) -> np.ndarray:
     """The block in fp64 with H NOT rounded to fp16: what an implementation that keeps H in
     fp32 approximates. The bound alone does not separate it from the mixed reference at
@@ -111,29 +90,15 @@ def h_rounded(y, ref, alt) -> bool:
 
 def derived_bound(x, w1, b1, w2, b2, dx=None) -> np.ndarray:
     """Per element of Y, the largest |y - ref| two correct mixed-precision implementations
-    of the block can differ by (see the module docstring). x, w1, w2 fp16; b1, b2 fp32.
-    dx (optional, >= 0, x's shape): how far the other implementation's input may be from x
-    elementwise (an upstream fp16 rounding that may fall the other way: rowfuse.iree.model);
-    it is carried through W1 into the H flips, and straight through the residual."""
-    x, w1, w2 = (np.asarray(a, np.float16).astype(np.float64) for a in (x, w1, w2))
-    b1, b2 = (np.asarray(a, np.float32).astype(np.float64) for a in (b1, b2))
-    dx = np.zeros_like(x) if dx is None else np.asarray(dx, np.float64)
-    c, hdim = w1.shape
-    ax = np.abs(x) + dx  # a bound on either side's |input|
-    # stage 1: p1 = X W1 (each side: an fp32 sum, then fp32 roundings of p1 and p1 + b1)
-    p1 = x @ w1
-    a1 = p1 + b1
-    e1 = gamma(c) * (ax @ np.abs(w1)) + 2.0 * U32 * (np.abs(p1) + np.abs(b1)) + dx @ np.abs(w1)
-    v = np.maximum(a1, 0.0)  # relu: 1-Lipschitz, so e1 bounds the error after it too
-    dh = _fp16_flip(v, e1)  # H elements that may differ, by one fp16 ulp
-    h = v.astype(np.float16).astype(np.float64)
-    # stage 2: p2 = H W2 (the flips carried through W2, the sum order, the roundings)
-    p2 = h @ w2
-    s2 = (np.abs(h) + dh) @ np.abs(w2)
-    carried = dh @ np.abs(w2)
-    adds = 4.0 * U32 * (np.abs(p2) + np.abs(b2) + ax) + U32 * np.abs(p2)
-    rounding = gamma(hdim) * s2 + adds
-    return carried + rounding + dx  # the final relu is 1-Lipschitz
+    of the block can differ by, for fp32 sums in any order (see the module docstring). x,
+    w1, w2 fp16; b1, b2 fp32. dx (optional, >= 0, x's shape): how far the other
+    implementation's input may be from x elementwise (an upstream fp16 rounding that may
+    fall the other way: rowfuse.iree.model); it is carried through W1 into the H flips, and
+    straight through the residual. The C library computes it (rf_mlp_error_bound), the
+    same function every GPU gate uses with the tensor cores' accumulation model."""
+    from rowfuse.capi import clib
+
+    return clib.error_bound(x, w1, b1, w2, b2, dx=dx, any_order=True)
 
 
 # ---------------------------------------------------------------- running a module

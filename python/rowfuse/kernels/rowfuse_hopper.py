@@ -119,6 +119,12 @@ class HopperPlan:
     w1_block: int  # blocked ring: channels (K of X W1) of one W1 item; 0 = whole chunks
     w2_block: int  # blocked ring: hidden units (K of H W2) of one W2 item
     smem_bytes: int
+    # tests of the checks only (a planted fault, "" = none): "no_ring_wait" drops the
+    # consumers' wait for a full weight stage, "ring_phase" waits for the other phase
+    # parity (a ring phase off by one), "no_oob_fill" describes X, W1 and W2 to TMA
+    # with their padded extents, so a partial box reads what lies past C and H instead of
+    # zeros; launcher faults ("stream_*") leave the kernel unchanged
+    fault: str = ""
 
     @property
     def producer_wg(self) -> bool:
@@ -180,6 +186,7 @@ class HopperPlan:
                 w1_block=k["w1_block"],
                 w2_block=k["w2_block"],
                 smem_bytes=k["smem_bytes"],
+                fault=k.get("fault", ""),
             )
         except KeyError as e:
             raise SpecError(f"kernel {k.get('name', '?')}: field {e} missing") from None
@@ -331,12 +338,14 @@ class WgmmaMlpKernel:
         )
         lx, lw1, lw2, lh = self.smem_layouts()
         # B views of the weights: W1 [C, H] seen as (N = H, K = C), W2 [H, C] as (N = C, K = H)
-        gW1 = cute.make_tensor(
-            mW1.iterator, cute.make_layout((p.hidden, p.channels), stride=(1, p.hidden))
-        )
-        gW2 = cute.make_tensor(
-            mW2.iterator, cute.make_layout((p.channels, p.hidden), stride=(1, p.channels))
-        )
+        nh, nc = p.hidden, p.channels
+        if cutlass.const_expr(p.fault == "no_oob_fill"):  # planted: no zero fill past C, H
+            nh, nc = p.hp, p.cp
+            mX = cute.make_tensor(
+                mX.iterator, cute.make_layout((mX.shape[0], nc), stride=(p.channels, 1))
+            )
+        gW1 = cute.make_tensor(mW1.iterator, cute.make_layout((nh, nc), stride=(1, p.hidden)))
+        gW2 = cute.make_tensor(mW2.iterator, cute.make_layout((nc, nh), stride=(1, p.channels)))
         g2s = cpasync.CopyBulkTensorTileG2SOp()
         tma_x, tX = cpasync.make_tiled_tma_atom(
             g2s, mX, cute.slice_(lx, (None, None, 0)), (self.bm, p.cp)
@@ -542,7 +551,7 @@ class WgmmaMlpKernel:
                         i1, i2 = p.items
                         ka, kb = p.w1_block // 16, p.w2_block // 16  # k16 steps per W1 / W2 item
                         for t in cutlass.range_constexpr(i1):  # acc1 = X W1chunk, item by item
-                            self.consumer_wait(w_pipe, wc)
+                            self.ring_wait(w_pipe, wc)
                             warpgroup.fence()
                             self.gemm_item(
                                 mma1, acc1, tCrA1, tCrB1, t * ka, xc.index, wc.index, ka, t == 0
@@ -573,7 +582,7 @@ class WgmmaMlpKernel:
                             barrier_id=1 + wg_mi, number_of_threads=WG_THREADS * p.wg_n
                         )
                         for t in cutlass.range_constexpr(i2):  # Y_acc += H W2chunk, item by item
-                            self.consumer_wait(w_pipe, wc)
+                            self.ring_wait(w_pipe, wc)
                             warpgroup.fence()
                             self.gemm_item(
                                 mma2, accY, tCrA2, tCrB2, t * kb, hb, wc.index, kb, False
@@ -590,7 +599,7 @@ class WgmmaMlpKernel:
                             wr.advance()
                 else:
                     for j in cutlass.range(p.nchunks, unroll=1):
-                        self.consumer_wait(w_pipe, wc)
+                        self.ring_wait(w_pipe, wc)
                         mmas = (mma1, thr1, acc1_shape, tCrA1, tCrB1, mma2, tCrA2, tCrB2, tCc1)
                         hb = (
                             i * p.nchunks + j
@@ -844,6 +853,16 @@ class WgmmaMlpKernel:
     def consumer_wait(self, pipe, state):
         """The stage `state` points at is full (its TMA bytes landed)."""
         self.wait(pipe.sync_object_full.get_barrier(state.index), state.phase)
+
+    @cute.jit
+    def ring_wait(self, pipe, state):
+        """consumer_wait on the weight ring, or the planted faults (tests of the checks
+        only): no wait at all, or a wait for the other phase parity, which a fresh or
+        completed phase satisfies at once."""
+        if cutlass.const_expr(self.p.fault == "ring_phase"):
+            self.wait(pipe.sync_object_full.get_barrier(state.index), state.phase ^ 1)
+        elif cutlass.const_expr(self.p.fault != "no_ring_wait"):
+            self.consumer_wait(pipe, state)
 
     @cute.jit
     def producer_acquire(self, pipe, state):

@@ -81,7 +81,7 @@ class Plan:
     ring: bool = False
     min_blocks: int = 0  # > 0: ask ptxas for registers that fit this many blocks per SM
     # tests only: "no_barrier" drops the barrier between H's store and GEMM2, "no_pad"
-    # leaves the zero padding of partial tiles unwritten
+    # leaves the zero padding of partial tiles unwritten, "no_relu" drops H's ReLU
     fault: str = ""
 
     @property
@@ -570,7 +570,10 @@ class MlpKernel(TileOps):
             hfrag = cute.make_fragment_like(acc1, f16)
             for i in cutlass.range_constexpr(cute.size(acc1)):
                 c = tCcH[i][1]
-                hfrag[i] = cute.arch.fmax(acc1[i] + sB1[j * hc + c], f32(0.0)).to(f16)
+                if cutlass.const_expr(self.fault == "no_relu"):  # planted: H without ReLU
+                    hfrag[i] = (acc1[i] + sB1[j * hc + c]).to(f16)
+                else:
+                    hfrag[i] = cute.arch.fmax(acc1[i] + sB1[j * hc + c], f32(0.0)).to(f16)
             if cutlass.const_expr(mode == "fused_smem"):
                 cute.autovec_copy(hfrag, thr_mma.partition_C(sHall[None, None, hbuf]))
             else:
