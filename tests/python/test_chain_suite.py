@@ -1,0 +1,201 @@
+"""Every block kind of the suite (rowfuse.blocks), exported from PyTorch, matches as a chain;
+its fp64 chain reference equals PyTorch in fp64, and its mixed-precision reference (the
+plan's fp16 weights and stored values) lies within the derived per-element bound of PyTorch
+fp64. The [B, T, C] token form flattens to B*T rows; the real widths match too; blocks that
+are not chains are refused naming the node and what is missing.
+
+Needs librowfuse.so (ROWFUSE_LIB) and torch + onnx (the exporter)."""
+
+from __future__ import annotations
+
+import ctypes
+import os
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("onnx")
+
+from rowfuse import blocks  # noqa: E402
+from rowfuse.capi import clib  # noqa: E402
+from rowfuse.export import export  # noqa: E402
+
+V = ctypes.c_void_p
+
+
+def _lib():
+    sigs = {
+        "rf_chain_onnx_reference": (
+            V,
+            [ctypes.c_char_p, V, ctypes.c_int64, ctypes.c_int, V, V, ctypes.c_char_p]
+            + [ctypes.c_size_t, V],
+        ),
+    }
+    return clib.bind(clib.library_path(), sigs, "rowfuse library")
+
+
+def chain_of(path) -> tuple[str, tuple]:
+    """(description, (in_width, out_width, rows)) of the model's chain; raises RowfuseError."""
+    lib = _lib()
+    desc = ctypes.create_string_buffer(16384)
+    w = (ctypes.c_int64 * 3)()
+    st = lib.rf_chain_onnx_reference(str(path).encode(), None, 0, 0, None, None, desc, 16384, w)
+    clib.raise_status(lib, st, f"chain of {path}")
+    return desc.value.decode(), (w[0], w[1], w[2])
+
+
+def reference(path, x16: np.ndarray, mixed: bool):
+    """(y, bound) of the chain's reference on x16 [rows, C] (float16)."""
+    lib = _lib()
+    _, (cin, cout, _) = chain_of(path)
+    x16 = np.ascontiguousarray(x16.reshape(-1, cin).astype(np.float16))
+    rows = x16.shape[0]
+    y = np.zeros((rows, cout))
+    b = np.zeros((rows, cout))
+    st = lib.rf_chain_onnx_reference(
+        str(path).encode(),
+        x16.view(np.uint16).ctypes.data,
+        rows,
+        int(mixed),
+        y.ctypes.data,
+        b.ctypes.data,
+        None,
+        0,
+        None,
+    )
+    clib.raise_status(lib, st, f"reference of {path}")
+    return y, b
+
+
+# kind -> the stages its chain must have, in order (op and the fused epilogue).
+EXPECTED = {
+    "tcnn_mlp": ["linear, relu", "linear, relu", "linear, relu", "linear"],
+    "gpt2_ffn": ["norm layernorm", "linear + b, gelu_tanh", "linear + b, + v0"],
+    "bert_ffn": ["linear + b, gelu_erf", "linear + b, + v0", "norm layernorm"],
+    "llama_ffn": ["norm rmsnorm", "gated silu", "linear, + v0"],
+    "res_mlp_gelu": ["linear + b, gelu_erf", "linear + b, + v0"],
+    "res_mlp_silu": ["linear + b, silu", "linear + b, + v0"],
+    "classifier": ["norm layernorm", "linear + b, relu", "linear + b"],
+    "stacked": ["linear + b, relu", "linear + b, + v0, relu", "linear + b, relu"]
+    + ["linear + b, + v2, relu"],
+    "residual_mlp": ["linear + b, relu", "linear + b, + v0, relu"],
+}
+
+
+def _summary(line: str) -> str:
+    """'s1 linear v0 @ W[..] + b, gelu_erf -> v1[..] f16' -> 'linear + b, gelu_erf'."""
+    body = line.split(" -> ")[0].split(None, 1)[1]
+    op = body.split()[0]
+    if op in ("linear", "gated"):
+        rest = body.split("]", 1)[1]
+        if op == "gated":
+            return "gated " + rest.split("gated ")[1].split(",")[0].strip()
+        return ("linear" + rest).strip()
+    if op == "norm":
+        return "norm " + body.split()[1].split("(")[0]
+    return op
+
+
+@pytest.fixture(scope="module")
+def exported(tmp_path_factory):
+    d = tmp_path_factory.mktemp("chain_suite")
+    out = {}
+    for kind in blocks.KINDS:
+        m, ex = blocks.make(kind, small=True)
+        out[kind] = (m, ex, export(m, ex, ex.shape[0], str(d / f"{kind}.onnx")))
+    return out
+
+
+@pytest.mark.parametrize("kind", list(blocks.KINDS))
+def test_suite_matches_and_agrees(kind, exported):
+    module, ex, path = exported[kind]
+    desc, (cin, cout, rows) = chain_of(path)
+    stages = [_summary(ln) for ln in desc.splitlines()[1:]]
+    assert stages == EXPECTED[kind], desc
+    # precision rule: X and every linear input fp16, Y fp32
+    lines = desc.splitlines()
+    assert lines[0].endswith("f16 (X)") and lines[-1].endswith("f32"), desc
+    x16 = ex.numpy().astype(np.float16)
+    with torch.no_grad():
+        want = module.double()(torch.from_numpy(x16.astype(np.float64))).numpy()
+    want = want.reshape(-1, cout)
+    y64, b64 = reference(path, x16, mixed=False)
+    ymx, bmx = reference(path, x16, mixed=True)
+    # fp64: the chain computes the model's function (LayerNorm's eps is stored in fp32)
+    np.testing.assert_allclose(y64, want, rtol=1e-9, atol=1e-9)
+    # mixed: within the derived bound of the exact function, element by element
+    over = np.abs(ymx - want) > b64
+    assert not over.any(), (
+        f"{kind}: {over.sum()} elements outside the bound; worst "
+        f"{np.max(np.abs(ymx - want) - b64):.3g}"
+    )
+    # the mixed reference really rounds (it is not the fp64 one) and its own bound is tighter
+    assert np.abs(ymx - y64).max() > 0
+    assert bmx.sum() < b64.sum()
+    ratio = np.abs(ymx - want) / np.maximum(b64, 1e-300)
+    print(f"{kind}: rows {rows}, worst |mixed - torch fp64| / bound {ratio.max():.3f}")
+
+
+@pytest.mark.parametrize("kind", ["gpt2_ffn", "llama_ffn"])
+def test_tokens_flatten(kind, tmp_path):
+    module, ex = blocks.make(kind, small=True, tokens=True)
+    path = export(module, ex, ex.shape[0], str(tmp_path / f"{kind}_tokens.onnx"))
+    desc, (cin, cout, rows) = chain_of(path)
+    assert rows == ex.shape[0] * ex.shape[1], desc
+    x16 = ex.numpy().astype(np.float16)
+    with torch.no_grad():
+        want = module.double()(torch.from_numpy(x16.astype(np.float64))).numpy()
+    y64, _ = reference(path, x16, mixed=False)
+    np.testing.assert_allclose(y64, want.reshape(-1, cout), rtol=1e-9, atol=1e-9)
+
+
+def test_torch_rmsnorm_matches(tmp_path):
+    module, ex = blocks.make("llama_ffn", small=True, torch_rmsnorm=True)
+    path = export(module, ex, ex.shape[0], str(tmp_path / "llama_torch_rms.onnx"))
+    desc, _ = chain_of(path)
+    assert [_summary(ln) for ln in desc.splitlines()[1:]] == EXPECTED["llama_ffn"], desc
+
+
+def test_real_widths_match(tmp_path):
+    """The widths of the models the blocks come from (LLaMA 2048 -> 5632 included) match."""
+    for kind, (_, real, _) in blocks.KINDS.items():
+        module, ex = blocks.make(kind, small=False, rows=4)
+        path = export(module, ex, ex.shape[0], str(tmp_path / f"{kind}_real.onnx"))
+        desc, (cin, cout, _) = chain_of(path)
+        assert [_summary(ln) for ln in desc.splitlines()[1:]] == EXPECTED[kind], desc
+        assert cin == real.get("c_in", real.get("c")), desc
+        os.unlink(path)
+
+
+class _Head(torch.nn.Module):
+    def __init__(self, f):
+        super().__init__()
+        self.f = f
+        self.a = torch.nn.Linear(32, 64)
+        self.b = torch.nn.Linear(64, 32)
+
+    def forward(self, x):
+        return self.b(self.f(self.a(x)))
+
+
+@pytest.mark.parametrize(
+    "name,f,needle",
+    [
+        ("softmax", lambda h: torch.softmax(h, -1), "Softmax over features is not a stage"),
+        ("scale", lambda h: 2.0 * torch.relu(h), "fold"),
+        (
+            "reshape",
+            lambda h: h.reshape(h.shape[0], 2, -1).flip(1).reshape(h.shape[0], -1),
+            "layout op",
+        ),
+        ("rowsum", lambda h: h.sum(-1, keepdim=True) * h, "reduction over features"),
+    ],
+)
+def test_refusals_name_node_and_stage(name, f, needle, tmp_path):
+    torch.manual_seed(0)
+    path = export(_Head(f), torch.randn(8, 32), 8, str(tmp_path / f"{name}.onnx"))
+    with pytest.raises(clib.RowfuseError) as e:
+        chain_of(path)
+    msg = str(e.value)
+    assert needle in msg and "node " in msg, msg
