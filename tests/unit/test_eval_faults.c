@@ -11,33 +11,8 @@
 #include "eval/eval_internal.h"
 #include "rf_graph_build.h"
 #include "rf_test.h"
+#include "rf_test_alloc.h"
 #include "rowfuse/verify.h"
-
-typedef struct failing {
-    long count, fail_at, live;
-} failing_t;
-
-static void *failing_alloc(void *ctx, size_t size) {
-    failing_t *f = ctx;
-    if (f->count++ == f->fail_at)
-        return NULL;
-    void *p = malloc(size ? size : 1);
-    f->live += p != NULL;
-    return p;
-}
-static void *failing_realloc(void *ctx, void *ptr, size_t size) {
-    failing_t *f = ctx;
-    if (f->count++ == f->fail_at)
-        return NULL;
-    void *p = realloc(ptr, size ? size : 1);
-    f->live += p && !ptr;
-    return p;
-}
-static void failing_free(void *ctx, void *ptr) {
-    failing_t *f = ctx;
-    f->live -= ptr != NULL;
-    free(ptr);
-}
 
 /* x [2, 2] -> MatMul(w [2, 2]) = logits: class 1 when x1 > x0 (w swaps and keeps). */
 static void build_model(void) {
@@ -119,9 +94,9 @@ int main(void) {
     rf_eval_report_destroy(r);
 
     int ok = 0, failures = 0;
-    for (long k = 0; k < 100000 && !ok; k++) {
-        failing_t fl = {0, k, 0};
-        rf_allocator_t a = {failing_alloc, failing_realloc, failing_free, &fl};
+    for (long k = 1; k <= 100000 && !ok; k++) {
+        rf_test_alloc_t fl;
+        rf_allocator_t a = rf_test_allocator(&fl, k);
         rf_status_t st = run_once(a, path, c, &r);
         if (st == RF_OK) {
             ok = 1;

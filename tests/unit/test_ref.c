@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "rf_test.h"
+#include "rf_test_alloc.h"
 #include "rowfuse/graph.h"
 #include "rowfuse/ref.h"
 #include "rowfuse/tensor.h"
@@ -994,44 +995,15 @@ static void test_errors(void) {
 
 /* ---- fault injection ---- */
 
-typedef struct failing {
-    long count, fail_at, live;
-} failing_t;
-
-static void *failing_alloc(void *ctx, size_t size) {
-    failing_t *f = ctx;
-    if (f->count++ == f->fail_at)
-        return NULL;
-    void *p = malloc(size ? size : 1);
-    if (p)
-        f->live++;
-    return p;
-}
-static void *failing_realloc(void *ctx, void *ptr, size_t size) {
-    failing_t *f = ctx;
-    if (f->count++ == f->fail_at)
-        return NULL;
-    void *p = realloc(ptr, size ? size : 1);
-    if (p && !ptr)
-        f->live++;
-    return p;
-}
-static void failing_free(void *ctx, void *ptr) {
-    failing_t *f = ctx;
-    if (ptr)
-        f->live--;
-    free(ptr);
-}
-
-/* Runs g under an allocator failing the k-th allocation, for k = 0, 1, ... until a run
+/* Runs g under an allocator failing the k-th allocation, for k = 1, 2, ... until a run
  * succeeds; every failure must be OUT_OF_MEMORY with zeroed outputs and nothing live. */
 static void fault_inject(const char *what, rf_graph_t *g, rf_precision_t p, const rf_tensor_t *in,
                          int n_in, int n_out) {
     rf_tensor_t out[4];
     int failures = 0, ok = 0;
-    for (long k = 0; k < 10000 && !ok; k++) {
-        failing_t f = {0, k, 0};
-        rf_allocator_t a = {failing_alloc, failing_realloc, failing_free, &f};
+    for (long k = 1; k <= 10000 && !ok; k++) {
+        rf_test_alloc_t f;
+        rf_allocator_t a = rf_test_allocator(&f, k);
         rf_status_t st = rf_ref_run(a, g, p, in, n_in, out, n_out);
         if (st == RF_OK) {
             ok = 1;

@@ -6,6 +6,7 @@
 
 #include "rf_graph_build.h"
 #include "rf_test.h"
+#include "rf_test_alloc.h"
 #include "rowfuse/ref.h"
 #include "rowfuse/tensor.h"
 
@@ -111,41 +112,15 @@ static void test_errors(void) {
     gb_free();
 }
 
-typedef struct failing {
-    long count, fail_at, live;
-} failing_t;
-
-static void *failing_alloc(void *ctx, size_t size) {
-    failing_t *f = ctx;
-    if (f->count++ == f->fail_at)
-        return NULL;
-    void *p = malloc(size ? size : 1);
-    f->live += p != NULL;
-    return p;
-}
-static void *failing_realloc(void *ctx, void *ptr, size_t size) {
-    failing_t *f = ctx;
-    if (f->count++ == f->fail_at)
-        return NULL;
-    void *p = realloc(ptr, size ? size : 1);
-    f->live += p && !ptr;
-    return p;
-}
-static void failing_free(void *ctx, void *ptr) {
-    failing_t *f = ctx;
-    f->live -= ptr != NULL;
-    free(ptr);
-}
-
 static void test_fault_injection(void) {
     given_graph_t g = build(0);
     double x[6] = {1, 2, 3, 4, 5, 6}, y[6] = {1, 2, 3, 4, 5, 6};
     rf_tensor_t tx = f64_tensor(x, 3, 2), ty = f64_tensor(y, 3, 2), out;
     rf_ref_given_t given = {g.y, &ty};
     int ok = 0, failures = 0;
-    for (long k = 0; k < 1000 && !ok; k++) {
-        failing_t f = {0, k, 0};
-        rf_allocator_t a = {failing_alloc, failing_realloc, failing_free, &f};
+    for (long k = 1; k <= 1000 && !ok; k++) {
+        rf_test_alloc_t f;
+        rf_allocator_t a = rf_test_allocator(&f, k);
         rf_status_t st =
             rf_ref_run_given(a, gb_graph, RF_PRECISION_MIXED, &tx, 1, &given, 1, &out, 1, NULL);
         if (st == RF_OK) {

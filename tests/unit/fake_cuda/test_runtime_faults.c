@@ -13,8 +13,9 @@
  * where the runtime absorbs that failure by design: cuBLASLt refusing a configuration or
  * an algorithm, a scratch buffer it cannot get, the clock attributes), with every fake
  * device object released, no misuse of the fake and nothing left in the allocator. The
- * same with allocation N of the countdown allocator. Built with the sanitizers (`make
- * asan`), a leak of host memory on any of these paths fails the run at exit. */
+ * same with allocation N of the counting allocator (rf_test_alloc.h). Built with the
+ * sanitizers (`make asan`), a leak of host memory on any of these paths fails the run at
+ * exit. */
 #define _POSIX_C_SOURCE 200809L
 #include <libgen.h>
 #include <stdio.h>
@@ -26,6 +27,7 @@
 #include "fake_cuda.h"
 #include "fake_pkg.h"
 #include "rf_test.h"
+#include "rf_test_alloc.h"
 #include "rowfuse/runtime.h"
 #include "runtime/rt_internal.h"
 
@@ -35,45 +37,6 @@
 #define CAPTURE_ROWS 20 /* the first capture's rows: the eager launch at ROWS re-plans */
 
 static char tmp_root[256], fake_lib[600], warm_dir[512];
-
-/* ---- a countdown allocator: allocation number fail_at fails ---- */
-
-typedef struct countdown {
-    long calls, fail_at, live;
-} countdown_t;
-
-static void *cd_alloc(void *ctx, size_t size) {
-    countdown_t *c = ctx;
-    void *p;
-    if (++c->calls == c->fail_at)
-        return NULL;
-    p = malloc(size);
-    c->live += p != NULL;
-    return p;
-}
-
-static void *cd_realloc(void *ctx, void *ptr, size_t size) {
-    countdown_t *c = ctx;
-    void *p;
-    if (++c->calls == c->fail_at)
-        return NULL;
-    p = realloc(ptr, size);
-    c->live += p && !ptr;
-    return p;
-}
-
-static void cd_free(void *ctx, void *ptr) {
-    countdown_t *c = ctx;
-    c->live -= ptr != NULL;
-    free(ptr);
-}
-
-static rf_allocator_t countdown_allocator(countdown_t *c, long fail_at) {
-    rf_allocator_t a = {cd_alloc, cd_realloc, cd_free, c};
-    c->calls = 0;
-    c->fail_at = fail_at;
-    return a;
-}
 
 /* ---- the package: the planner's plan for 49x48x96, its weights, the stand-in library ---- */
 
@@ -197,7 +160,7 @@ static int names_call(const char *msg, const char *call) {
 
 /* Checks what any run must leave: nothing live in the fake, no misuse, no host memory in
  * the allocator. `what` names the run in failures. */
-static void check_clean(const countdown_t *c, const char *what) {
+static void check_clean(const rf_test_alloc_t *c, const char *what) {
     char desc[512];
     int n = fake_cuda_outstanding(desc, sizeof(desc));
     if (n) {
@@ -217,10 +180,10 @@ static void check_clean(const countdown_t *c, const char *what) {
 }
 
 static void inject_cuda(long n, const char *dir, tally_t *t) {
-    countdown_t c = {0, 0, 0};
+    rf_test_alloc_t c = {0, 0, 0};
     char what[160];
     fake_cuda_reset(n);
-    rf_status_t st = scenario(countdown_allocator(&c, 0), dir);
+    rf_status_t st = scenario(rf_test_allocator(&c, 0), dir);
     const char *call = fake_cuda_injected_call(), *err = fake_cuda_injected_error();
     const char *msg = rf_status_message(st);
     snprintf(what, sizeof(what), "CUDA call %ld (%s)", n, call ? call : "none");
@@ -251,7 +214,7 @@ static void inject_cuda(long n, const char *dir, tally_t *t) {
  * calls up to the last module load are swept with a fresh copy each, the rest with the
  * copy loaded by the counting run (whose calls are the same less the loads). */
 static void sweep_cuda(void) {
-    countdown_t c = {0, 0, 0};
+    rf_test_alloc_t c = {0, 0, 0};
     static tally_t t;
     char name[64];
     long cold, warm, last_load;
@@ -259,7 +222,7 @@ static void sweep_cuda(void) {
     const char *dir = warm_dir;
     fake_cuda_reset(0);
     clean_run = 1;
-    CHECK_OK(scenario(countdown_allocator(&c, 0), dir));
+    CHECK_OK(scenario(rf_test_allocator(&c, 0), dir));
     clean_run = 0;
     check_clean(&c, "the clean run");
     cold = fake_cuda_calls();
@@ -271,7 +234,7 @@ static void sweep_cuda(void) {
         inject_cuda(n, make_pkg(name), &t);
     }
     fake_cuda_reset(0);
-    CHECK_OK(scenario(countdown_allocator(&c, 0), dir));
+    CHECK_OK(scenario(rf_test_allocator(&c, 0), dir));
     warm = fake_cuda_calls();
     CHECK(warm == cold - loads);
     for (long n = last_load - loads + 1; n <= warm; n++)
@@ -287,18 +250,18 @@ static void sweep_cuda(void) {
 
 /* Every allocation through the runtime's allocator fails in turn. */
 static void sweep_alloc(void) {
-    countdown_t c = {0, 0, 0};
+    rf_test_alloc_t c = {0, 0, 0};
     const char *dir = warm_dir; /* loaded by sweep_cuda: never rewritten */
     long total;
     char what[64];
     fake_cuda_reset(0);
-    CHECK_OK(scenario(countdown_allocator(&c, 0), dir));
+    CHECK_OK(scenario(rf_test_allocator(&c, 0), dir));
     total = c.calls;
     CHECK(total > 0);
     for (long n = 1; n <= total; n++) {
         rf_status_t st;
         fake_cuda_reset(0);
-        st = scenario(countdown_allocator(&c, n), dir);
+        st = scenario(rf_test_allocator(&c, n), dir);
         snprintf(what, sizeof(what), "allocation %ld of %ld", n, total);
         if (rf_status_code(st) != RF_CODE_OUT_OF_MEMORY ||
             !strstr(rf_status_message(st), "out of memory")) {
