@@ -65,7 +65,22 @@ def test_planted_breakage_fault_package_does_not_load():
 def test_planted_breakage_check_passes():
     doc = _doc(_row(), _row("cublaslt"))
     row, why = sm.find_row(doc, 0, False, "persistent-smem", SHAPE)
-    assert sm.judge_fault(row, why)["status"] == "not caught"
+    v = sm.judge_fault(row, why)
+    assert v["status"] == "not caught" and v["status"] in sm.FAILING
+    # a pass is acceptable only where the kernel's geometry shows the fault is inert
+    v = sm.judge_fault(row, why, inert="inert: no padded column")
+    assert v["status"] == "inert" and v["status"] not in sm.FAILING
+
+
+def test_no_pad_inert_only_without_padded_columns():
+    def plan(c, h, pc, ph):
+        k = {"channels": c, "hidden": h, "padded_channels": pc, "padded_hidden": ph}
+        return {"kernels": [k], "schedules": {"persistent-smem": {"kernels": [0]}}}
+
+    assert sm.inert_reason(plan(64, 128, 64, 128), "persistent-smem", "no-pad")
+    assert not sm.inert_reason(plan(24, 200, 32, 208), "persistent-smem", "no-pad")
+    assert not sm.inert_reason(plan(64, 128, 64, 128), "persistent-smem", "no-barrier")
+    assert not sm.inert_reason(plan(64, 128, 64, 128), "conventional", "no-pad")
 
 
 @pytest.mark.parametrize(

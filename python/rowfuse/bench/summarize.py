@@ -8,9 +8,10 @@ here so that a test can feed them broken inputs and watch them fail:
   document, a package that did not load, a timeout or an exit status that disagrees with
   the rows is a FAILED step, never a verdict about a kernel;
 - a planted fault that changes results ("result" faults) is caught only when the check
-  reports FAIL for the faulty variant at the planted shape; a pass there is "not caught"
-  (a finding: inert, or a hole in the check) and an ERROR row is "error" (a FAILED step:
-  the check could not judge the variant);
+  reports FAIL for the faulty variant at the planted shape; a pass there is "inert" where
+  the kernel's geometry shows the fault cannot change the result (inert_reason, from
+  plan.json), else "not caught" (a FAILED step: a hole in the check); an ERROR row is
+  "error" (a FAILED step: the check could not judge the variant);
 - a planted fault of the capture ("capture" faults: the kernel sent to another stream) is
   caught only when the check refuses the variant with a message naming the kernel nodes
   ("refused"), or when CUDA refuses the capture itself with an error naming the capture
@@ -32,7 +33,7 @@ import sys
 RESULT, CAPTURE = "result", "capture"
 SANITIZER_ERROR_EXIT = 99  # compute-sanitizer --error-exitcode
 # statuses that fail the step they belong to
-FAILING = {"FAILED", "error", "fail, not refused", "control FAILED"}
+FAILING = {"FAILED", "error", "fail, not refused", "control FAILED", "not caught"}
 
 
 # ---- rowfuse check documents ----
@@ -80,8 +81,27 @@ def find_row(doc, rc, timed_out, variant, shape):
     return None, f"no result for {variant} at {shape_name(want)}"
 
 
-def judge_fault(row, why, kind=RESULT) -> dict:
-    """The verdict on a planted fault's variant at its shape (find_row's output)."""
+def inert_reason(plan: dict, schedule: str, fault: str) -> str:
+    """Why `fault` cannot change the result of `schedule`'s kernels in this package ('' when
+    it can). no-pad leaves the zero padding of partial tiles unwritten: rows past the last
+    one only feed output rows that are never stored (each row depends on itself alone), so
+    it can change the result only where C or H is padded up to the kernel's tile (the
+    padded columns are summed over)."""
+    if fault != "no-pad":
+        return ""
+    sched = (plan.get("schedules") or {}).get(schedule) or {}
+    kernels = [plan["kernels"][i] for i in sched.get("kernels") or []]
+    if kernels and all(
+        k.get("padded_channels") == k.get("channels") and k.get("padded_hidden") == k.get("hidden")
+        for k in kernels
+    ):
+        return "inert: C and H fill the kernel's tiles (no padded column to leave unwritten)"
+    return ""
+
+
+def judge_fault(row, why, kind=RESULT, inert="") -> dict:
+    """The verdict on a planted fault's variant at its shape (find_row's output); `inert`:
+    inert_reason's answer for it."""
     if why:
         return {"status": "FAILED", "detail": why}
     err = row.get("error") or ""
@@ -104,11 +124,13 @@ def judge_fault(row, why, kind=RESULT) -> dict:
             f"{row.get('out_of_tolerance')}, steps {row.get('steps', math.nan):.3g}, replays "
             f"identical {bool(row.get('replays_identical'))}",
         }
-    return {
-        "status": "not caught",
-        "detail": f"steps {row.get('steps', math.nan):.3g}, "
-        f"{row.get('max_allow_ratio', math.nan):.3g} of the allowance",
-    }
+    figures = (
+        f"steps {row.get('steps', math.nan):.3g}, "
+        f"{row.get('max_allow_ratio', math.nan):.3g} of the allowance"
+    )
+    if inert:
+        return {"status": "inert", "detail": f"{inert}; {figures}"}
+    return {"status": "not caught", "detail": figures}
 
 
 def judge_control(row, why) -> dict:
@@ -235,6 +257,7 @@ def check_table(per_variant: dict) -> str:
 _SHORT = {
     "caught": "C",
     "not caught": "n",
+    "inert": "i",
     "refused": "R",
     "refused by CUDA": "r",
     "error": "E",
@@ -246,11 +269,12 @@ _SHORT = {
 
 def gates_table(g: dict) -> str:
     """fault x schedule x shape class, one letter per shape: C caught, R refused (capture
-    faults; r by CUDA itself), n not caught, E error, F FAILED; '.' where the fault does not
+    faults; r by CUDA itself), i inert (the geometry shows why), n not caught, E error,
+    F FAILED; '.' where the fault does not
     touch the schedule there or the package lacks it. Then the sanitizer table."""
     classes = list(dict.fromkeys(s["class"] for s in g.get("shapes", [])))
     scheds = list(dict.fromkeys(c["schedule"] for c in g.get("cells", [])))
-    lines = ["planted faults (C caught, R/r refused, n not caught, E error, F FAILED, . n/a):"]
+    lines = ["planted faults (C caught, R/r refused, i inert, n NOT caught, E error, F FAILED):"]
     lines.append(f"{'fault':<24}{'schedule':<17}" + "".join(f"{c:>9}" for c in classes))
     for f in g.get("faults", []):
         for sched in scheds:
@@ -320,7 +344,7 @@ def print_summary(summary: dict) -> int:
         print(gates_table(subs["gates"]))
         nc = subs["gates"].get("not_caught", [])
         if nc:
-            print(f"{len(nc)} fault cells not caught (each inert, or a hole in the check):")
+            print(f"{len(nc)} fault cells NOT caught and not shown inert (holes in the check):")
             print("  " + ", ".join(nc[:12]))
     for name, s in subs.items():
         if s.get("table"):

@@ -392,7 +392,8 @@ def _judge(r, m, results, step_fail, untouched, d):
             row, why = summarize.find_row(
                 x["doc"], x["rc"], x["timed_out"], x["schedule"], x["shape"]
             )
-            v = summarize.judge_fault(row, why, x["fkind"])
+            inert = summarize.inert_reason(_plan(x["pkg"]) or {}, x["schedule"], x["fault"])
+            v = summarize.judge_fault(row, why, x["fkind"], inert)
             g["cells"].append(
                 dict(
                     v,
@@ -420,15 +421,16 @@ def _judge(r, m, results, step_fail, untouched, d):
                 g["controls"].append(
                     dict(v, package=x["pkg"], role=x["role"], schedule=row["variant"], shape=shape)
                 )
-    # a fault "caught" where the correct kernel fails too is no catch
+    # a fault "caught" where the correct kernel fails too (or its run failed) is no catch
     bad_correct = {
-        (ct["schedule"], ct["shape"])
+        (ct.get("schedule", "*"), ct["shape"])
         for ct in g["controls"]
         if ct["status"] != "ok" and ct["role"] == "correct"
     }
     for cell in g["cells"]:
-        if (cell["schedule"], cell["shape"]) in bad_correct and cell["status"] == "caught":
-            cell["status"], cell["detail"] = "FAILED", "the correct kernel fails here too"
+        hit = {(cell["schedule"], cell["shape"]), ("*", cell["shape"])} & bad_correct
+        if hit and cell["status"] == "caught":
+            cell["status"], cell["detail"] = "FAILED", "the correct package fails here too"
     g["not_caught"] = [
         f"{x['fault']}/{x['schedule']}/{x['shape']}"
         for x in g["cells"]
@@ -452,7 +454,7 @@ def _judge(r, m, results, step_fail, untouched, d):
         )
         r.step("gates", name, bool(items) and not bad, secs, detail)
 
-    caught_ok = {"caught", "not caught", "refused", "refused by CUDA"}
+    caught_ok = {"caught", "inert", "refused", "refused by CUDA"}
     verdict(
         "planted faults (check)",
         g["cells"],
@@ -481,10 +483,11 @@ def _judge(r, m, results, step_fail, untouched, d):
         lambda x: f"{x['tool']} {x['schedule']} {x['shape']}",
     )
     n_caught = sum(1 for x in g["cells"] if x["status"] in ("caught", "refused", "refused by CUDA"))
+    n_inert = sum(1 for x in g["cells"] if x["status"] == "inert")
     r.step(
         "gates",
         "fault cells caught",
         True,
         0,
-        f"{n_caught} of {len(g['cells'])} caught, {len(g['not_caught'])} not caught (the table)",
+        f"{n_caught} of {len(g['cells'])} caught, {n_inert} inert, {len(g['not_caught'])} NOT",
     )
