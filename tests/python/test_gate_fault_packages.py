@@ -1,0 +1,88 @@
+"""Planted GPU faults, built here without a GPU: `rowfuse compile --plant-fault list` names
+every fault and its schedules, and each kernel fault changes the generated code where it
+should, against the correct kernel of the same specification (sm_90a PTX; for the TMA
+fill, the DSL IR of the host-side descriptors, since the kernel's PTX is the same):
+
+- no-ring-wait: the wgmma kernel waits on fewer mbarriers (mbarrier.try_wait);
+- ring-phase: the same waits, one of them for the other parity;
+- no-oob-fill: X, W1, W2 described to TMA with the padded extents (32 > 24 channels);
+- no-relu: the fused_smem kernel has fewer max.f32 (H's ReLU).
+Whether the GPU check catches them is for the GPU driver (src/check/README.md)."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+
+import pytest
+from cli_util import env, rowfuse
+
+
+@pytest.fixture(scope="module")
+def correct(tmp_path_factory):
+    """A correct package at 777x24x200 (C and H multiples of 8: wgmma is built)."""
+    pkg = tmp_path_factory.mktemp("gate") / "ok"
+    rowfuse("compile", "--mlp", "777x24x200", "-o", pkg, check=0)
+    return pkg
+
+
+def build_one(tmp, pkg, mode: str, fault: str):
+    """The generator on the correct package's spec, one kernel (of `mode`), fault planted:
+    that kernel's spec entry and the folder of its files."""
+    spec = json.loads((pkg / "kernel_spec.json").read_text())
+    spec["kernels"] = [dict(k, fault=fault) for k in spec["kernels"] if k["mode"] == mode]
+    assert len(spec["kernels"]) == 1, mode
+    out = tmp / f"{mode}-{fault}"
+    out.mkdir()
+    (out / "kernel_spec.json").write_text(json.dumps(spec))
+    cmd = [sys.executable, "-m", "rowfuse.kernels.build", "--spec", str(out / "kernel_spec.json")]
+    cmd += ["--out", str(out), "--link", "objects", "--quiet"]
+    subprocess.run(cmd, check=True, env=env())
+    return spec["kernels"][0], out
+
+
+def kernel_file(pkg, mode: str, ext: str) -> str:
+    spec = json.loads((pkg / "kernel_spec.json").read_text())
+    (k,) = [k for k in spec["kernels"] if k["mode"] == mode]
+    return (pkg / "kernels" / f"{k['name']}.{ext}").read_text()
+
+
+def test_the_list_names_every_fault_and_its_schedules():
+    p = rowfuse("compile", "--plant-fault", "list", check=0)
+    rows = {line.split("\t")[0]: line.split("\t")[1] for line in p.stdout.splitlines()}
+    for f in ("no-ring-wait", "ring-phase", "no-oob-fill"):
+        assert rows[f] == "persistent-wgmma", rows
+    for f in ("no-barrier", "no-pad", "no-relu"):
+        assert "persistent-smem" in rows[f] and "wgmma" not in rows[f], rows
+    assert all(len(line.split("\t")) == 3 for line in p.stdout.splitlines())
+
+
+def test_wgmma_ring_faults_change_the_waits(tmp_path, correct):
+    ok = kernel_file(correct, "fused_wgmma", "ptx")
+    waits = re.findall(r"mbarrier\.try_wait\.parity\S* \S+, \[\S+\], (\S+);", ok)
+    assert waits, "no mbarrier waits in the correct wgmma kernel"
+    k, out = build_one(tmp_path, correct, "fused_wgmma", "no_ring_wait")
+    skip = (out / "kernels" / f"{k['name']}.ptx").read_text()
+    assert skip.count("mbarrier.try_wait") < ok.count("mbarrier.try_wait")
+    k, out = build_one(tmp_path, correct, "fused_wgmma", "ring_phase")
+    phase = (out / "kernels" / f"{k['name']}.ptx").read_text()
+    flipped = re.findall(r"mbarrier\.try_wait\.parity\S* \S+, \[\S+\], (\S+);", phase)
+    assert len(flipped) == len(waits) and flipped != waits
+
+
+def test_wgmma_oob_fill_fault_pads_the_tma_views(tmp_path, correct):
+    ok = kernel_file(correct, "fused_wgmma", "mlir")
+    assert '"(?,24):(24,1)"' in ok and '"(?,32):(24,1)"' not in ok
+    k, out = build_one(tmp_path, correct, "fused_wgmma", "no_oob_fill")
+    ir = (out / "kernels" / f"{k['name']}.mlir").read_text()
+    assert '"(?,32):(24,1)"' in ir  # X: 32 padded channels over rows of 24
+
+
+def test_mma_no_relu_drops_the_max(tmp_path, correct):
+    ok = kernel_file(correct, "fused_smem", "ptx")
+    k, out = build_one(tmp_path, correct, "fused_smem", "no_relu")
+    ptx = (out / "kernels" / f"{k['name']}.ptx").read_text()
+    assert ptx.count("max.f32") < ok.count("max.f32")
+    assert ptx.count("mma.sync") == ok.count("mma.sync")
