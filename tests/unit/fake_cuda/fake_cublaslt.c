@@ -31,35 +31,23 @@ typedef struct fake_layout {
 static cublasStatus_t create(int kind, void **out, size_t size, const char *call) {
     if (fake_cuda_inject(call, "CUBLAS_STATUS_ALLOC_FAILED"))
         return CUBLAS_STATUS_ALLOC_FAILED;
-    *out = calloc(1, size);
-    if (!*out)
-        return CUBLAS_STATUS_ALLOC_FAILED;
-    fake_cuda_track(kind, *out);
-    return CUBLAS_STATUS_SUCCESS;
+    *out = fake_cuda_new(kind, size);
+    return *out ? CUBLAS_STATUS_SUCCESS : CUBLAS_STATUS_ALLOC_FAILED;
 }
 
 static cublasStatus_t destroy(int kind, void *p, const char *call) {
-    if (!fake_cuda_untrack(kind, p, call))
-        return CUBLAS_STATUS_INVALID_VALUE;
-    free(p);
-    return CUBLAS_STATUS_SUCCESS;
+    return fake_cuda_delete(kind, p, call) ? CUBLAS_STATUS_SUCCESS : CUBLAS_STATUS_INVALID_VALUE;
 }
 
 static int live(int kind, const void *p, const char *call) {
-    if (fake_cuda_live(kind, p))
-        return 1;
-    fake_cuda_bad("%s: object %p does not exist", call, p);
-    return 0;
+    return fake_cuda_check(kind, p, call);
 }
 
 cublasStatus_t cublasLtCreate(cublasLtHandle_t *h) {
     if (fake_cuda_inject("cublasLtCreate", "CUBLAS_STATUS_NOT_INITIALIZED"))
         return CUBLAS_STATUS_NOT_INITIALIZED;
-    *h = calloc(1, sizeof(**h));
-    if (!*h)
-        return CUBLAS_STATUS_ALLOC_FAILED;
-    fake_cuda_track(FAKE_LT_HANDLE, *h);
-    return CUBLAS_STATUS_SUCCESS;
+    *h = fake_cuda_new(FAKE_LT_HANDLE, sizeof(**h));
+    return *h ? CUBLAS_STATUS_SUCCESS : CUBLAS_STATUS_ALLOC_FAILED;
 }
 
 cublasStatus_t cublasLtDestroy(cublasLtHandle_t h) {

@@ -190,6 +190,27 @@ int fake_cuda_untrack(int kind, const void *p, const char *call) {
     return 1;
 }
 
+void *fake_cuda_new(int kind, size_t size) {
+    void *p = calloc(1, size);
+    if (p)
+        fake_cuda_track(kind, p);
+    return p;
+}
+
+int fake_cuda_delete(int kind, void *p, const char *call) {
+    if (!fake_cuda_untrack(kind, p, call))
+        return 0;
+    free(p);
+    return 1;
+}
+
+int fake_cuda_check(int kind, const void *p, const char *call) {
+    if (fake_cuda_live(kind, p))
+        return 1;
+    fake_cuda_bad("%s: %s %p does not exist", call, kind_name[kind], p);
+    return 0;
+}
+
 int fake_cuda_range(const void *p, size_t bytes, const char *call, const char *what) {
     const char *c = (const char *)p;
     for (size_t i = 0; c && i < n_objs; i++) {
@@ -211,10 +232,7 @@ static struct CUstream_st *created(cudaStream_t s) {
 }
 
 static int stream_ok(cudaStream_t s, const char *call) {
-    if (!created(s) || fake_cuda_live(FAKE_STREAM, s))
-        return 1;
-    fake_cuda_bad("%s: stream %p does not exist", call, (void *)s);
-    return 0;
+    return !created(s) || fake_cuda_check(FAKE_STREAM, s, call);
 }
 
 static void add_node(cudaGraph_t g, enum cudaGraphNodeType type) {
@@ -312,11 +330,10 @@ static cudaError_t enqueue(cudaStream_t s, enum cudaGraphNodeType type, const ch
 
 cudaError_t cudaStreamCreateWithFlags(cudaStream_t *s, unsigned int flags) {
     INJECT("cudaStreamCreateWithFlags", cudaErrorMemoryAllocation);
-    *s = calloc(1, sizeof(**s));
+    *s = fake_cuda_new(FAKE_STREAM, sizeof(**s));
     if (!*s)
         return cudaErrorMemoryAllocation;
     (*s)->flags = flags;
-    fake_cuda_track(FAKE_STREAM, *s);
     return cudaSuccess;
 }
 
@@ -407,10 +424,8 @@ cudaError_t cudaThreadExchangeStreamCaptureMode(enum cudaStreamCaptureMode *mode
 /* ---- graphs ---- */
 
 cudaError_t cudaGraphGetNodes(cudaGraph_t g, cudaGraphNode_t *nodes, size_t *n) {
-    if (!fake_cuda_live(FAKE_GRAPH, g)) {
-        fake_cuda_bad("cudaGraphGetNodes: graph %p does not exist", (void *)g);
+    if (!fake_cuda_check(FAKE_GRAPH, g, "cudaGraphGetNodes"))
         return cudaErrorInvalidValue;
-    }
     INJECT("cudaGraphGetNodes", cudaErrorInvalidValue);
     if (nodes) {
         if (*n == 0)
@@ -437,36 +452,24 @@ cudaError_t cudaGraphDestroy(cudaGraph_t g) {
 
 cudaError_t cudaGraphInstantiate(cudaGraphExec_t *exec, cudaGraph_t g, unsigned long long flags) {
     (void)flags;
-    if (!fake_cuda_live(FAKE_GRAPH, g)) {
-        fake_cuda_bad("cudaGraphInstantiate: graph %p does not exist", (void *)g);
+    if (!fake_cuda_check(FAKE_GRAPH, g, "cudaGraphInstantiate"))
         return cudaErrorInvalidValue;
-    }
     INJECT("cudaGraphInstantiate", cudaErrorMemoryAllocation);
-    *exec = calloc(1, sizeof(**exec));
+    *exec = fake_cuda_new(FAKE_EXEC, sizeof(**exec));
     if (!*exec)
         return cudaErrorMemoryAllocation;
     (*exec)->nodes = g->n;
-    fake_cuda_track(FAKE_EXEC, *exec);
     return cudaSuccess;
 }
 
 cudaError_t cudaGraphExecDestroy(cudaGraphExec_t e) {
-    if (!fake_cuda_untrack(FAKE_EXEC, e, "cudaGraphExecDestroy"))
-        return cudaErrorInvalidValue;
-    free(e);
-    return cudaSuccess;
-}
-
-static int exec_ok(cudaGraphExec_t e, const char *call) {
-    if (fake_cuda_live(FAKE_EXEC, e))
-        return 1;
-    fake_cuda_bad("%s: graph exec %p does not exist", call, (void *)e);
-    return 0;
+    return fake_cuda_delete(FAKE_EXEC, e, "cudaGraphExecDestroy") ? cudaSuccess
+                                                                  : cudaErrorInvalidValue;
 }
 
 cudaError_t cudaGraphUpload(cudaGraphExec_t e, cudaStream_t s) {
     int captured;
-    if (!exec_ok(e, "cudaGraphUpload"))
+    if (!fake_cuda_check(FAKE_EXEC, e, "cudaGraphUpload"))
         return cudaErrorInvalidValue;
     return ENQUEUE(s, cudaGraphNodeTypeGraph, "cudaGraphUpload", cudaErrorMemoryAllocation,
                    &captured);
@@ -474,7 +477,7 @@ cudaError_t cudaGraphUpload(cudaGraphExec_t e, cudaStream_t s) {
 
 cudaError_t cudaGraphLaunch(cudaGraphExec_t e, cudaStream_t s) {
     int captured;
-    if (!exec_ok(e, "cudaGraphLaunch"))
+    if (!fake_cuda_check(FAKE_EXEC, e, "cudaGraphLaunch"))
         return cudaErrorInvalidValue;
     return ENQUEUE(s, cudaGraphNodeTypeGraph, "cudaGraphLaunch", cudaErrorLaunchFailure, &captured);
 }
@@ -483,25 +486,17 @@ cudaError_t cudaGraphLaunch(cudaGraphExec_t e, cudaStream_t s) {
 
 cudaError_t cudaEventCreate(cudaEvent_t *ev) {
     INJECT("cudaEventCreate", cudaErrorMemoryAllocation);
-    *ev = calloc(1, sizeof(**ev));
-    if (!*ev)
-        return cudaErrorMemoryAllocation;
-    fake_cuda_track(FAKE_EVENT, *ev);
-    return cudaSuccess;
+    *ev = fake_cuda_new(FAKE_EVENT, sizeof(**ev));
+    return *ev ? cudaSuccess : cudaErrorMemoryAllocation;
 }
 
 cudaError_t cudaEventDestroy(cudaEvent_t ev) {
-    if (!fake_cuda_untrack(FAKE_EVENT, ev, "cudaEventDestroy"))
-        return cudaErrorInvalidResourceHandle;
-    free(ev);
-    return cudaSuccess;
+    return fake_cuda_delete(FAKE_EVENT, ev, "cudaEventDestroy") ? cudaSuccess
+                                                                : cudaErrorInvalidResourceHandle;
 }
 
 static int event_ok(cudaEvent_t ev, const char *call) {
-    if (fake_cuda_live(FAKE_EVENT, ev))
-        return 1;
-    fake_cuda_bad("%s: event %p does not exist", call, (void *)ev);
-    return 0;
+    return fake_cuda_check(FAKE_EVENT, ev, call);
 }
 
 cudaError_t cudaEventRecord(cudaEvent_t ev, cudaStream_t s) {
@@ -719,11 +714,10 @@ cudaError_t cudaLibraryLoadData(cudaLibrary_t *lib, const void *code, enum cudaJ
         (void)n_opts;
     last_library_call = calls + 1;
     INJECT("cudaLibraryLoadData", cudaErrorInvalidKernelImage);
-    *lib = calloc(1, sizeof(**lib));
+    *lib = fake_cuda_new(FAKE_LIBRARY, sizeof(**lib));
     if (!*lib)
         return cudaErrorMemoryAllocation;
     (*lib)->loaded = 1;
-    fake_cuda_track(FAKE_LIBRARY, *lib);
     libraries++;
     return cudaSuccess;
 }

@@ -68,6 +68,13 @@ int fake_cuda_range(const void *p, size_t bytes, const char *call, const char *w
 void fake_cuda_track(int kind, const void *p);
 int fake_cuda_untrack(int kind, const void *p, const char *call);
 int fake_cuda_live(int kind, const void *p);
+/* The bookkeeping every fake handle shares: fake_cuda_new makes a zeroed object of `size`
+ * bytes tracked as `kind` (NULL when out of memory); fake_cuda_delete untracks and frees one
+ * (0, and a misuse, when it is not live); fake_cuda_check says whether one is live, counting
+ * a misuse "<call>: <kind> <p> does not exist" when it is not. */
+void *fake_cuda_new(int kind, size_t size);
+int fake_cuda_delete(int kind, void *p, const char *call);
+int fake_cuda_check(int kind, const void *p, const char *call);
 /* An enqueue of `call` on `stream` (NULL: the legacy stream): FAKE_GO to go ahead, with
  * *captured set when it became a node (of type node_type) of a capture in progress and
  * must not run now; FAKE_INJECTED when this call is the one to fail (a capture in progress
