@@ -140,10 +140,11 @@ def run(subs: list[str]) -> int:
     shutil.copy2(r.work / "summary.json", out / "summary.json")
     room = MAX_OUT_FILES - 2
     kept = [p for p in r.primary if p.is_file()]
-    for p in kept[:room]:
-        shutil.copy2(
-            p, out / f"{p.parent.name}-{p.name}" if (out / p.name).exists() else out / p.name
-        )
+    used = set()
+    for p in kept[:room]:  # a name two subcommands share gets its folder's name in front
+        name = p.name if p.name not in used else f"{p.parent.name}-{p.name}"
+        used.add(name)
+        shutil.copy2(p, out / name)
     if len(kept) > room:
         common.say(f"(in gpu-logs.tgz only: {', '.join(p.name for p in kept[room:])})")
     common.say(f"== results in {out}: summary.json, gpu-logs.tgz and {min(len(kept), room)} more")

@@ -83,11 +83,12 @@ def find_row(doc, rc, timed_out, variant, shape):
 
 def inert_reason(plan: dict, schedule: str, fault: str) -> str:
     """Why `fault` cannot change the result of `schedule`'s kernels in this package ('' when
-    it can). no-pad leaves the zero padding of partial tiles unwritten: rows past the last
-    one only feed output rows that are never stored (each row depends on itself alone), so
-    it can change the result only where C or H is padded up to the kernel's tile (the
-    padded columns are summed over)."""
-    if fault != "no-pad":
+    it can). no-pad (the zero padding of partial tiles left unwritten) and no-oob-fill (TMA
+    boxes without zero fill past C and H): rows past the last one only feed output rows
+    that are never stored (each row depends on itself alone), so these can change the
+    result only where C or H is padded up to the kernel's tile (the padded columns are
+    summed over). Every other fault has no such rule: a pass is a hole in the check."""
+    if fault not in ("no-pad", "no-oob-fill"):
         return ""
     sched = (plan.get("schedules") or {}).get(schedule) or {}
     kernels = [plan["kernels"][i] for i in sched.get("kernels") or []]
