@@ -201,6 +201,12 @@ int64_t rf_chain_pkg_in_width(const rf_chain_pkg_t *pkg);
 int64_t rf_chain_pkg_out_width(const rf_chain_pkg_t *pkg);
 /* Blocks of one launch for `rows` under the plan's grid rule (rf_plan_grid). */
 int32_t rf_chain_pkg_grid(const rf_chain_pkg_t *pkg, int64_t rows);
+/* Enqueues one launch of the chain kernel on `stream` over the caller's device buffers
+ * (args: X [rows, C] fp16, the package's wh / wf, Y [rows, N_out] f32; kernel_abi.h), on
+ * the plan's grid for args->rows (>= 1). Allocates and synchronises nothing, so a caller
+ * may capture it into its own CUDA Graph. */
+rf_status_t rf_chain_pkg_launch(const rf_chain_pkg_t *pkg, const rf_chain_args_t *args,
+                                void *stream);
 
 /* Allocates the buffers for `rows`, uploads wh and wf from weights.bin and captures one
  * launch on `stream` (a stream the caller created) into a CUDA Graph holding exactly one

@@ -350,6 +350,28 @@ int32_t rf_chain_pkg_grid(const rf_chain_pkg_t *c, int64_t rows) {
     return rf_plan_grid(&c->grid_plan, &c->kernel, rows);
 }
 
+rf_status_t rf_chain_pkg_launch(const rf_chain_pkg_t *c, const rf_chain_args_t *args,
+                                void *stream) {
+    int64_t widest;
+    int err;
+    if (!c || !c->initialized || !args)
+        return RF_ERR(RF_CODE_INVALID_ARGUMENT,
+                      "rf_chain_pkg_launch: a loaded chain package and its arguments are required");
+    widest = c->in_width > c->out_width ? c->in_width : c->out_width;
+    if (args->rows < 1 || args->rows > INT32_MAX / widest)
+        return RF_ERR(RF_CODE_SHAPE_ERROR,
+                      "%s: %lld rows; expected >= 1 with rows * max(C, N_out) <= 2^31 - 1",
+                      c->kernel.name, (long long)args->rows);
+    err = c->launch(c->kernel_index, args, rf_chain_pkg_grid(c, args->rows), stream);
+    if (err != 0) {
+        char call[160];
+        snprintf(call, sizeof(call), "rf_pkg_launch_chain(%s, rows=%lld)", c->kernel.name,
+                 (long long)args->rows);
+        return rf_cuda_status_raw(err, __FILE__, __LINE__, call);
+    }
+    return RF_OK;
+}
+
 /* ---- device buffers and the graph ---- */
 
 static rf_status_t dev_alloc(void **ptr, int64_t count, size_t elem, const char *what) {

@@ -28,6 +28,10 @@ int main(void) {
     F(rf_mlp_args_t, x), F(rf_mlp_args_t, w1), F(rf_mlp_args_t, b1), F(rf_mlp_args_t, w2);
     F(rf_mlp_args_t, b2), F(rf_mlp_args_t, h), F(rf_mlp_args_t, y), F(rf_mlp_args_t, rows);
     END();
+    BEGIN(rf_chain_args_t);
+    F(rf_chain_args_t, x), F(rf_chain_args_t, wh), F(rf_chain_args_t, wf), F(rf_chain_args_t, y);
+    F(rf_chain_args_t, rows);
+    END();
     BEGIN(rf_device_info_t);
     F(rf_device_info_t, ordinal), F(rf_device_info_t, name), F(rf_device_info_t, cc_major);
     F(rf_device_info_t, cc_minor), F(rf_device_info_t, sm_count);

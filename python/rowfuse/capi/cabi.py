@@ -35,6 +35,10 @@ class MlpArgs(ctypes.Structure):  # rf_mlp_args_t, rowfuse/kernel_abi.h
     ]
 
 
+class ChainArgs(ctypes.Structure):  # rf_chain_args_t, rowfuse/kernel_abi.h
+    _fields_ = [("x", c_ptr), ("wh", c_ptr), ("wf", c_ptr), ("y", c_ptr), ("rows", c_i64)]
+
+
 class DeviceInfo(ctypes.Structure):  # rf_device_info_t, rowfuse/runtime.h
     _fields_ = [
         ("ordinal", c_int),
@@ -130,6 +134,7 @@ class Tensor(ctypes.Structure):  # rf_tensor_t, rowfuse/tensor.h
 STRUCTS = {
     "rf_allocator_t": Allocator,
     "rf_mlp_args_t": MlpArgs,
+    "rf_chain_args_t": ChainArgs,
     "rf_device_info_t": DeviceInfo,
     "rf_mlp_case_t": MlpCase,
     "rf_mlp_tolerance_t": Tolerance,
