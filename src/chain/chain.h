@@ -190,6 +190,15 @@ typedef enum rf_chain_precision {
 rf_status_t rf_chain_reference(const rf_chain_t *chain, const uint16_t *x_f16, int64_t rows,
                                rf_chain_precision_t precision, double *out_y, double *out_bound);
 
+/* ---- load.c: a chain package back into a chain ----
+ *
+ * Reads `dir`/plan.json (its "chain" object: widths, the values' dtypes, the stages with their
+ * weight offsets) and `dir`/weights.bin (wh fp16, wf fp32 at the recorded byte offsets) into
+ * a chain holding the plan's fp16 weights, so the reference needs no ONNX file. Errors name
+ * the file and the field; the values' dtypes must be the precision rule's. */
+rf_status_t rf_chain_load_package(rf_allocator_t allocator, const char *dir,
+                                  rf_chain_t **out_chain);
+
 /* ---- api.c: one call from an ONNX file, for tools and the Python tests (librowfuse.so) ----
  *
  * Imports, infers shapes, verifies and matches the model at `path`, then (when rows > 0)

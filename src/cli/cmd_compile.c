@@ -17,6 +17,7 @@
 #include "args.h"
 #include "cli/compile_mlir.h"
 #include "commands.h"
+#include "compile/chain_plan.h"
 #include "load.h"
 #include "paths.h"
 #include "rowfuse/compile.h"
@@ -223,6 +224,26 @@ static int print_faults(void) {
     return 0;
 }
 
+/* A model that is a chain and not the residual MLP: its chain_mma package (src/compile,
+ * chain_plan.h). *chain = 0 leaves the model to the residual MLP's schedules. */
+static rf_status_t compile_chain(compile_args_t *c, int *chain) {
+    rf_compile_options_t o = c->o;
+    rf_chain_plan_t *p = calloc(1, sizeof *p);
+    if (!p)
+        return RF_ERR(RF_CODE_OUT_OF_MEMORY, "chain plan");
+    o.model = c->model;
+    o.python = getenv("RF_PYTHON") && getenv("RF_PYTHON")[0] ? getenv("RF_PYTHON") : "python3";
+    rf_status_t st = rf_compile_chain_model(c->model, &o, chain, p);
+    if (!st && *chain) {
+        printf("compiled the chain of %s into %s\n", c->model, o.out_dir);
+        printf("  kernel %s (chain_mma): %s\n", p->name, p->reason);
+        printf("  %d registers, %d blocks per SM; wh %lld fp16, wf %lld fp32 weights\n",
+               p->registers, p->blocks_per_sm, (long long)p->wh_elems, (long long)p->wf_elems);
+    }
+    free(p);
+    return st;
+}
+
 int rf_cmd_compile(int argc, char **argv) {
     for (int i = 0; i + 1 < argc; i++)
         if (!strcmp(argv[i], "--target") && !strcmp(argv[i + 1], "iree"))
@@ -236,6 +257,11 @@ int rf_cmd_compile(int argc, char **argv) {
     rf_status_t st = parse_args(argc, argv, &c);
     if (!st)
         st = check_out_dir(c.o.out_dir, c.force);
+    int chain = 0;
+    if (!st && c.model && !c.mlp)
+        st = compile_chain(&c, &chain);
+    if (chain)
+        return rf_cli_report("compile", st);
     if (!st)
         st = rf_cli_block_weights(c.model, c.mlp, (uint64_t)c.seed, &c.o.rows, &w, hash, desc,
                                   sizeof desc);

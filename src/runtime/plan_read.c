@@ -187,6 +187,11 @@ static rf_status_t read_root(const reader_t *r, const cJSON *root, rf_plan_t *p)
                       "package with this rowfuse (rowfuse compile)",
                       r->path, (long long)version, RF_PLAN_VERSION);
     p->version = (int)version;
+    if (cJSON_IsObject(cJSON_GetObjectItemCaseSensitive(root, "chain")))
+        return RF_ERR(RF_CODE_UNSUPPORTED,
+                      "%s is a chain package (a \"chain\" object, one chain_mma kernel): it runs "
+                      "through the chain runtime (rf_chain_pkg_load), not the MLP schedules",
+                      r->path);
     if ((st = get_str(r, root, "", "model", p->model, sizeof p->model)) ||
         (st = get_str(r, root, "", "graph_hash", p->graph_hash, sizeof p->graph_hash)) ||
         (st = get_num(r, root, "", "rows", 1, RF_MAX_DIM, &p->rows)) ||

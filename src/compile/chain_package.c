@@ -1,0 +1,447 @@
+/* A chain package (compile/chain_plan.h): weights.bin, kernel_spec.json with the chain_mma
+ * kernel entry, the generator run as a tool, its facts, the grid rule and plan.json with the
+ * "chain" object the runtime and the chain loader read.
+ *
+ * plan.json of a chain: "format" "rowfuse-package", "version", "model", "graph_hash",
+ * "block": "chain", "rows", "schedule": "chain", "schedule_reason", "target", "max_grid",
+ * "library", "generator", "chain": {"in_width", "out_width", "wh_offset", "wh_elems",
+ * "wf_offset", "wf_elems" (byte offsets into weights.bin, 16-byte aligned; element counts),
+ * "values": [{"id", "width", "dtype"}], "stages": [the kernel entry's stage objects]}, and
+ * "kernels": [the chain_mma kernel entry with "registers", "local_ops", "blocks_per_sm",
+ * "grid_balanced"]. */
+#define _POSIX_C_SOURCE 200809L
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "base/json.h"
+#include "base/tool.h"
+#include "compile/chain_plan.h"
+#include "compile/compile_internal.h"
+#include "rowfuse/onnx.h"
+#include "rowfuse/tensor.h"
+#include "rowfuse/verify.h"
+
+/* ---- weights.bin ---- */
+
+static int put(FILE *f, const void *p, size_t n) {
+    return n == 0 || fwrite(p, 1, n, f) == n;
+}
+
+/* Writes n fp16 (from fp32) at the current position. */
+static int put_f16(FILE *f, const float *x, int64_t n) {
+    uint16_t buf[1024];
+    for (int64_t i = 0; i < n; i += 1024) {
+        int64_t m = n - i < 1024 ? n - i : 1024;
+        for (int64_t j = 0; j < m; j++)
+            buf[j] = rf_f32_to_f16(x[i + j]);
+        if (!put(f, buf, (size_t)m * 2))
+            return 0;
+    }
+    return 1;
+}
+
+static int pad_to(FILE *f, int64_t *pos, int64_t target) {
+    static const char zeros[64];
+    while (*pos < target) {
+        int64_t n = target - *pos < 64 ? target - *pos : 64;
+        if (!put(f, zeros, (size_t)n))
+            return 0;
+        *pos += n;
+    }
+    return 1;
+}
+
+rf_status_t rf_chain_weights_write(const rf_chain_plan_t *p, const char *path,
+                                   int64_t *out_wh_offset, int64_t *out_wf_offset) {
+    const rf_chain_t *c = p->chain;
+    FILE *f = fopen(path, "wb");
+    if (!f)
+        return RF_ERR(RF_CODE_IO_ERROR, "cannot open '%s' for writing: %s", path, strerror(errno));
+    int ok = 1;
+    int64_t pos = 0, wh0 = 0, wf0 = 0;
+    /* wh: element offsets as planned, gaps zero */
+    for (int s = 0; ok && s < c->n_stages; s++) {
+        const rf_chain_stage_t *st = &c->stages[s];
+        const rf_chain_stage_plan_t *sp = &p->stages[s];
+        if (sp->w >= 0)
+            ok = pad_to(f, &pos, wh0 + 2 * sp->w) && put_f16(f, st->w, st->k * st->n);
+        if (ok && sp->w >= 0)
+            pos += 2 * st->k * st->n;
+        if (ok && sp->wu >= 0) {
+            ok = pad_to(f, &pos, wh0 + 2 * sp->wu) && put_f16(f, st->wu, st->k * st->n);
+            pos += 2 * st->k * st->n;
+        }
+    }
+    wf0 = (wh0 + 2 * p->wh_elems + 15) / 16 * 16;
+    ok = ok && pad_to(f, &pos, wf0);
+    for (int s = 0; ok && s < c->n_stages; s++) {
+        const rf_chain_stage_t *st = &c->stages[s];
+        const rf_chain_stage_plan_t *sp = &p->stages[s];
+        int64_t w = c->values[st->dst].width;
+        const float *arr[4] = {st->b, st->op == RF_CHAIN_GATED ? st->bu : NULL, st->gamma,
+                               st->beta};
+        int64_t off[4] = {sp->b, sp->bu, sp->gamma, sp->beta};
+        int64_t len[4] = {st->n, st->n, w, w};
+        for (int i = 0; ok && i < 4; i++) {
+            if (off[i] < 0 || !arr[i])
+                continue;
+            ok = pad_to(f, &pos, wf0 + 4 * off[i]) && put(f, arr[i], (size_t)len[i] * 4);
+            pos += 4 * len[i];
+        }
+    }
+    ok = ok && pad_to(f, &pos, wf0 + 4 * p->wf_elems);
+    if (fclose(f) != 0 || !ok)
+        return RF_ERR(RF_CODE_IO_ERROR, "error writing '%s'", path);
+    *out_wh_offset = wh0;
+    *out_wf_offset = wf0;
+    return RF_OK;
+}
+
+/* ---- JSON ---- */
+
+static void write_target(rf_json_writer_t *w, const rf_target_t *t) {
+    rf_json_key(w, "target");
+    rf_json_object_begin(w);
+    rf_json_key_string(w, "name", t->name);
+    rf_json_key_string(w, "arch", t->arch);
+    rf_json_key_int(w, "sm_count", t->sm_count);
+    rf_json_key_int(w, "smem_per_block", t->smem_per_block);
+    rf_json_key_int(w, "smem_per_sm", t->smem_per_sm);
+    rf_json_key_int(w, "smem_reserved", t->smem_reserved);
+    rf_json_key_int(w, "regs_per_sm", t->regs_per_sm);
+    rf_json_key_int(w, "threads_per_sm", t->threads_per_sm);
+    rf_json_key_int(w, "max_blocks_per_sm", t->max_blocks_per_sm);
+    rf_json_object_end(w);
+}
+
+static void write_stage(rf_json_writer_t *w, const rf_chain_plan_t *p, int s) {
+    const rf_chain_t *c = p->chain;
+    const rf_chain_stage_t *st = &c->stages[s];
+    const rf_chain_stage_plan_t *sp = &p->stages[s];
+    rf_json_object_begin(w);
+    rf_json_key_string(w, "op", rf_chain_op_name(st->op));
+    switch (st->op) {
+    case RF_CHAIN_LINEAR:
+    case RF_CHAIN_GATED:
+        rf_json_key_int(w, "src", st->src);
+        rf_json_key_int(w, "dst", st->dst);
+        rf_json_key_int(w, "k", st->k);
+        rf_json_key_int(w, "n", st->n);
+        rf_json_key_int(w, "k_pad", sp->k_pad);
+        rf_json_key_int(w, "n_pad", sp->n_pad);
+        if (st->op == RF_CHAIN_LINEAR) {
+            rf_json_key_int(w, "w", sp->w);
+            rf_json_key_int(w, "b", sp->b);
+        } else {
+            rf_json_key_int(w, "wg", sp->w);
+            rf_json_key_int(w, "wu", sp->wu);
+            rf_json_key_int(w, "bg", sp->b);
+            rf_json_key_int(w, "bu", sp->bu);
+            rf_json_key_string(w, "fn", rf_chain_fn_name(st->fn));
+        }
+        rf_json_key_int(w, "n_chunk", sp->n_chunk);
+        rf_json_key_int(w, "k_chunk", sp->k_chunk);
+        if (st->op == RF_CHAIN_LINEAR) {
+            rf_json_key(w, "epilogue");
+            rf_json_array_begin(w);
+            for (int e = 0; e < st->n_epi; e++) {
+                const rf_chain_epi_t *ep = &st->epi[e];
+                rf_json_object_begin(w);
+                rf_json_key_string(w, "op", rf_chain_epi_name(ep->op));
+                if (ep->op == RF_CHAIN_EPI_ACT)
+                    rf_json_key_string(w, "fn", rf_chain_fn_name(ep->fn));
+                else
+                    rf_json_key_int(w, "src", ep->src);
+                rf_json_object_end(w);
+            }
+            rf_json_array_end(w);
+        }
+        break;
+    case RF_CHAIN_ACT:
+        rf_json_key_int(w, "src", st->src);
+        rf_json_key_int(w, "dst", st->dst);
+        rf_json_key_string(w, "fn", rf_chain_fn_name(st->fn));
+        break;
+    case RF_CHAIN_ADD:
+        rf_json_key_int(w, "a", st->src);
+        rf_json_key_int(w, "b", st->src2);
+        rf_json_key_int(w, "dst", st->dst);
+        break;
+    case RF_CHAIN_NORM:
+        rf_json_key_string(w, "kind", st->norm == RF_CHAIN_LAYERNORM ? "layernorm" : "rmsnorm");
+        rf_json_key_int(w, "src", st->src);
+        rf_json_key_int(w, "dst", st->dst);
+        rf_json_key_double(w, "eps", st->eps);
+        rf_json_key_int(w, "gamma", sp->gamma);
+        if (st->norm == RF_CHAIN_LAYERNORM)
+            rf_json_key_int(w, "beta", sp->beta);
+        break;
+    default:
+        break;
+    }
+    rf_json_object_end(w);
+}
+
+static void write_values(rf_json_writer_t *w, const rf_chain_plan_t *p, int with_layout) {
+    const rf_chain_t *c = p->chain;
+    rf_json_key(w, "values");
+    rf_json_array_begin(w);
+    for (int v = 0; v < c->n_values; v++) {
+        rf_json_object_begin(w);
+        rf_json_key_int(w, "id", v);
+        rf_json_key_int(w, "width", c->values[v].width);
+        rf_json_key_string(w, "dtype", rf_dtype_name(c->values[v].dtype));
+        if (with_layout) {
+            rf_json_key_int(w, "padded_width", p->values[v].padded_width);
+            rf_json_key_int(w, "smem_offset", p->values[v].smem_offset);
+            rf_json_key_int(w, "row_stride", p->values[v].row_stride);
+        }
+        rf_json_object_end(w);
+    }
+    rf_json_array_end(w);
+}
+
+static void write_stages(rf_json_writer_t *w, const rf_chain_plan_t *p) {
+    rf_json_key(w, "stages");
+    rf_json_array_begin(w);
+    for (int s = 0; s < p->chain->n_stages; s++)
+        write_stage(w, p, s);
+    rf_json_array_end(w);
+}
+
+/* The chain_mma kernel entry (kernel_spec.json; plan.json adds the facts). */
+static void write_kernel(rf_json_writer_t *w, const rf_chain_plan_t *p, int with_facts) {
+    rf_json_object_begin(w);
+    rf_json_key_string(w, "name", p->name);
+    rf_json_key_string(w, "mode", "chain_mma");
+    rf_json_key_int(w, "in_width", rf_chain_in_width(p->chain));
+    rf_json_key_int(w, "out_width", rf_chain_out_width(p->chain));
+    rf_json_key_int(w, "tile_rows", p->tile_rows);
+    rf_json_key_int(w, "warps", p->warps);
+    rf_json_key_int(w, "threads", 32 * p->warps);
+    rf_json_key_int(w, "smem_bytes", p->smem_bytes);
+    write_values(w, p, 1);
+    write_stages(w, p);
+    rf_json_key_int(w, "weight_smem_offset", p->weight_smem_offset);
+    rf_json_key_int(w, "weight_buffers", p->weight_buffers);
+    if (with_facts) {
+        rf_json_key_int(w, "registers", p->registers);
+        rf_json_key_int(w, "local_ops", p->local_ops);
+        rf_json_key_int(w, "blocks_per_sm", p->blocks_per_sm);
+        rf_json_key_bool(w, "grid_balanced", p->grid_balanced);
+    }
+    rf_json_object_end(w);
+}
+
+static rf_status_t finish(rf_json_writer_t *w, FILE *f, const char *path) {
+    rf_status_t st = rf_json_writer_finish(w);
+    if (fclose(f) != 0 && !st)
+        st = RF_ERR(RF_CODE_IO_ERROR, "error writing '%s'", path);
+    return st;
+}
+
+rf_status_t rf_chain_spec_write(const rf_chain_plan_t *p, const char *path) {
+    rf_json_writer_t w;
+    FILE *f = fopen(path, "w");
+    if (!f)
+        return RF_ERR(RF_CODE_IO_ERROR, "cannot open '%s' for writing", path);
+    rf_json_writer_init_file(&w, f, 2);
+    rf_json_object_begin(&w);
+    rf_json_key_string(&w, "format", "rowfuse-kernel-spec");
+    rf_json_key_int(&w, "version", RF_PLAN_VERSION);
+    rf_json_key_int(&w, "smem_row_pad", RF_SMEM_ROW_PAD);
+    write_target(&w, &p->target);
+    rf_json_key_string(&w, "library", "librowfuse_pkg.so");
+    rf_json_key(&w, "kernels");
+    rf_json_array_begin(&w);
+    write_kernel(&w, p, 0);
+    rf_json_array_end(&w);
+    rf_json_object_end(&w);
+    return finish(&w, f, path);
+}
+
+rf_status_t rf_chain_plan_write(const rf_chain_plan_t *p, const char *model, int64_t wh_offset,
+                                int64_t wf_offset, const char *path) {
+    rf_json_writer_t w;
+    FILE *f = fopen(path, "w");
+    if (!f)
+        return RF_ERR(RF_CODE_IO_ERROR, "cannot open '%s' for writing", path);
+    rf_json_writer_init_file(&w, f, 2);
+    rf_json_object_begin(&w);
+    rf_json_key_string(&w, "format", "rowfuse-package");
+    rf_json_key_int(&w, "version", RF_PLAN_VERSION);
+    rf_json_key_string(&w, "model", model ? model : "");
+    rf_json_key_string(&w, "graph_hash", p->hash);
+    rf_json_key_string(&w, "block", "chain");
+    rf_json_key_int(&w, "rows", p->rows);
+    rf_json_key_string(&w, "schedule", "chain");
+    rf_json_key_string(&w, "schedule_reason", p->reason);
+    write_target(&w, &p->target);
+    rf_json_key_int(&w, "max_grid", 0);
+    rf_json_key_string(&w, "library", "librowfuse_pkg.so");
+    rf_json_key_string(&w, "generator", p->generator);
+    rf_json_key(&w, "chain");
+    rf_json_object_begin(&w);
+    rf_json_key_int(&w, "in_width", rf_chain_in_width(p->chain));
+    rf_json_key_int(&w, "out_width", rf_chain_out_width(p->chain));
+    rf_json_key_int(&w, "wh_offset", wh_offset);
+    rf_json_key_int(&w, "wh_elems", p->wh_elems);
+    rf_json_key_int(&w, "wf_offset", wf_offset);
+    rf_json_key_int(&w, "wf_elems", p->wf_elems);
+    write_values(&w, p, 0);
+    write_stages(&w, p);
+    rf_json_object_end(&w);
+    rf_json_key(&w, "kernels");
+    rf_json_array_begin(&w);
+    write_kernel(&w, p, 1);
+    rf_json_array_end(&w);
+    rf_json_object_end(&w);
+    return finish(&w, f, path);
+}
+
+/* ---- the package ---- */
+
+static rf_status_t make_dir(const char *path) {
+    char buf[4096];
+    size_t n = strlen(path);
+    if (n == 0 || n >= sizeof buf)
+        return RF_ERR(RF_CODE_INVALID_ARGUMENT, "bad output directory '%s'", path);
+    memcpy(buf, path, n + 1);
+    for (size_t i = 1; i <= n; i++) {
+        if (buf[i] != '/' && buf[i] != '\0')
+            continue;
+        char saved = buf[i];
+        buf[i] = '\0';
+        if (mkdir(buf, 0777) != 0 && errno != EEXIST)
+            return RF_ERR(RF_CODE_IO_ERROR, "cannot create directory '%s': %s", buf,
+                          strerror(errno));
+        buf[i] = saved;
+    }
+    return RF_OK;
+}
+
+/* The generator's facts (registers, spills) through the MLP reader on a one-kernel plan. */
+static rf_status_t read_facts(const char *path, rf_chain_plan_t *p) {
+    rf_plan_t *tmp = calloc(1, sizeof *tmp);
+    if (!tmp)
+        return RF_ERR(RF_CODE_OUT_OF_MEMORY, "plan");
+    tmp->kernel_count = 1;
+    snprintf(tmp->kernels[0].name, sizeof tmp->kernels[0].name, "%s", p->name);
+    rf_status_t st = rf_kernel_facts_read(path, tmp);
+    if (!st) {
+        p->registers = tmp->kernels[0].registers;
+        p->local_ops = tmp->kernels[0].local_ops;
+        snprintf(p->generator, sizeof p->generator, "%s", tmp->generator);
+        /* the persistent grid: shared memory, threads and registers; balanced tiles */
+        rf_kernel_spec_t k;
+        memset(&k, 0, sizeof k);
+        k.warps_m = 1;
+        k.warps_n = p->warps;
+        k.smem_bytes = (int)p->smem_bytes;
+        k.registers = p->registers;
+        p->blocks_per_sm = rf_kernel_blocks_per_sm(&k, &p->target, 1);
+        p->grid_balanced = 1;
+        if (p->blocks_per_sm < 1)
+            st = RF_ERR(RF_CODE_UNSUPPORTED,
+                        "kernel %s: %d registers x %d threads and %lld bytes of shared memory "
+                        "leave no block resident on an SM",
+                        p->name, p->registers, 32 * p->warps, (long long)p->smem_bytes);
+    }
+    free(tmp);
+    return st;
+}
+
+/* Runs python -m rowfuse.kernels.build on the spec; a generator that does not know
+ * chain_mma (or is missing) fails with what is missing, never a crash. */
+static rf_status_t run_generator(const rf_compile_options_t *o) {
+    char spec[4096];
+    snprintf(spec, sizeof spec, "%s/kernel_spec.json", o->out_dir);
+    char *argv[] = {(char *)(o->python ? o->python : "python3"),
+                    "-m",
+                    "rowfuse.kernels.build",
+                    "--spec",
+                    spec,
+                    "--out",
+                    (char *)o->out_dir,
+                    "--quiet",
+                    NULL};
+    return rf_status_annotate(rf_tool_run(argv, "kernel generator"),
+                              "building the chain_mma kernel of %s/kernel_spec.json (the "
+                              "generator rowfuse.kernels.build with the CuTe DSL)",
+                              o->out_dir);
+}
+
+static rf_status_t compile_chain(const rf_chain_t *c, const rf_compile_options_t *o,
+                                 rf_chain_plan_t *p) {
+    rf_target_t t;
+    char path[4096];
+    int64_t wh_off = 0, wf_off = 0;
+    if (!o->out_dir || !o->out_dir[0])
+        return RF_ERR(RF_CODE_INVALID_ARGUMENT, "no output directory (-o)");
+    if (o->schedule && strcmp(o->schedule, "auto") != 0 && strcmp(o->schedule, "chain") != 0)
+        return RF_ERR(RF_CODE_INVALID_ARGUMENT,
+                      "--schedule %s: the model is a chain, whose one schedule is its chain_mma "
+                      "kernel (the MLP schedules apply to the residual MLP)",
+                      o->schedule);
+    RF_RETURN_IF_ERROR_PLAIN(rf_target_lookup(o->target ? o->target : "h200", &t));
+    if (o->sm_count > 0)
+        t.sm_count = o->sm_count;
+    RF_RETURN_IF_ERROR_PLAIN(rf_chain_plan_make(
+        c, o->rows > 0 ? o->rows : (c->rows > 0 ? c->rows : 1), &t, o->tile_rows, p));
+    RF_RETURN_IF_ERROR_PLAIN(make_dir(o->out_dir));
+    snprintf(path, sizeof path, "%s/weights.bin", o->out_dir);
+    RF_RETURN_IF_ERROR_PLAIN(rf_chain_weights_write(p, path, &wh_off, &wf_off));
+    snprintf(path, sizeof path, "%s/kernel_spec.json", o->out_dir);
+    RF_RETURN_IF_ERROR_PLAIN(rf_chain_spec_write(p, path));
+    RF_RETURN_IF_ERROR_PLAIN(run_generator(o));
+    snprintf(path, sizeof path, "%s/kernels.json", o->out_dir);
+    RF_RETURN_IF_ERROR_PLAIN(read_facts(path, p));
+    snprintf(path, sizeof path, "%s/plan.json", o->out_dir);
+    return rf_chain_plan_write(p, o->model, wh_off, wf_off, path);
+}
+
+rf_status_t rf_compile_chain_model(const char *model, const rf_compile_options_t *o,
+                                   int *out_handled, rf_chain_plan_t *out_plan) {
+    rf_allocator_t a = rf_allocator_system();
+    rf_graph_t *g = NULL;
+    rf_contract_t *ct = NULL;
+    rf_chain_t *c = NULL;
+    rf_mlp_block_t block;
+    rf_chain_plan_t *p = NULL;
+    *out_handled = 0;
+    rf_status_t st = rf_onnx_import_file(a, model, &g);
+    if (!st)
+        st = rf_status_annotate(rf_graph_infer_shapes(g), "%s", model);
+    if (!st)
+        st = rf_status_annotate(rf_verify(g, &ct), "%s", model);
+    if (!st) {
+        rf_status_t mlp = rf_mlp_match(g, &block);
+        if (mlp == RF_OK) { /* the residual MLP keeps its own schedules */
+            rf_contract_destroy(ct);
+            rf_graph_destroy(g);
+            return RF_OK;
+        }
+        rf_status_free(mlp);
+        *out_handled = 1;
+        st = rf_status_annotate(rf_chain_match(a, g, ct, &c), "%s", model);
+    }
+    if (!st) {
+        p = calloc(1, sizeof *p);
+        st = p ? compile_chain(c, o, p) : RF_ERR(RF_CODE_OUT_OF_MEMORY, "chain plan");
+    }
+    if (!st && out_plan) {
+        *out_plan = *p;
+        out_plan->chain = NULL;
+    }
+    *out_handled = 1;
+    free(p);
+    rf_chain_destroy(c);
+    rf_contract_destroy(ct);
+    rf_graph_destroy(g);
+    return st ? rf_status_annotate(st, "while compiling the chain package %s",
+                                   o->out_dir ? o->out_dir : "")
+              : RF_OK;
+}

@@ -1,0 +1,292 @@
+/* The chain planner (compile/chain_plan.h, rf_chain_plan_make): tile rows, warps, chunks,
+ * the shared-memory layout of every value with lifetime reuse, the weight ring and the
+ * offsets of every weight, checked against the target's shared memory. */
+#include <stdio.h>
+#include <string.h>
+
+#include "compile/chain_plan.h"
+
+static int64_t up(int64_t a, int64_t b) {
+    return (a + b - 1) / b * b;
+}
+
+static int is_mm(const rf_chain_stage_t *s) {
+    return s->op == RF_CHAIN_LINEAR || s->op == RF_CHAIN_GATED;
+}
+
+/* Every value a stage reads (at most 2 + epilogue operands). */
+static int stage_reads(const rf_chain_stage_t *s, int *out) {
+    int n = 0;
+    if (s->src >= 0)
+        out[n++] = s->src;
+    if (s->src2 >= 0)
+        out[n++] = s->src2;
+    for (int e = 0; e < s->n_epi; e++)
+        if (s->epi[e].op != RF_CHAIN_EPI_ACT)
+            out[n++] = s->epi[e].src;
+    return n;
+}
+
+/* FNV-1a 64 over the structure and the weights' bits. */
+static uint64_t fnv(uint64_t h, const void *p, size_t n) {
+    const unsigned char *b = p;
+    for (size_t i = 0; i < n; i++) {
+        h ^= b[i];
+        h *= 1099511628211ull;
+    }
+    return h;
+}
+
+static void chain_hash(const rf_chain_t *c, char out[17]) {
+    uint64_t h = 1469598103934665603ull;
+    for (int v = 0; v < c->n_values; v++) {
+        h = fnv(h, &c->values[v].width, sizeof c->values[v].width);
+        h = fnv(h, &c->values[v].dtype, sizeof c->values[v].dtype);
+    }
+    for (int s = 0; s < c->n_stages; s++) {
+        const rf_chain_stage_t *st = &c->stages[s];
+        int64_t w = c->values[st->dst].width;
+        int head[6] = {(int)st->op, st->src, st->src2, (int)st->fn, st->n_epi, (int)st->norm};
+        h = fnv(h, head, sizeof head);
+        for (int e = 0; e < st->n_epi; e++) {
+            int ep[3] = {(int)st->epi[e].op, (int)st->epi[e].fn, st->epi[e].src};
+            h = fnv(h, ep, sizeof ep);
+        }
+        h = fnv(h, &st->eps, sizeof st->eps);
+        const float *arrays[6] = {st->w, st->b, st->wu, st->bu, st->gamma, st->beta};
+        int64_t lens[6] = {st->k * st->n, st->n, st->k * st->n, st->n, w, w};
+        for (int i = 0; i < 6; i++)
+            if (arrays[i])
+                h = fnv(h, arrays[i], sizeof(float) * (size_t)lens[i]);
+    }
+    snprintf(out, 17, "%016llx", (unsigned long long)h);
+}
+
+/* Lifetimes, padded widths, row strides and slot sizes at tile_rows. */
+static void plan_values(const rf_chain_t *c, rf_chain_plan_t *p) {
+    for (int v = 0; v < c->n_values; v++) {
+        rf_chain_value_plan_t *vp = &p->values[v];
+        vp->padded_width = up(c->values[v].width, 16);
+        vp->first = v - 1; /* value v is produced by stage v - 1; X (-1) before stage 0 */
+        vp->last = vp->first;
+    }
+    for (int s = 0; s < c->n_stages; s++) {
+        const rf_chain_stage_t *st = &c->stages[s];
+        int reads[2 + RF_CHAIN_MAX_EPILOGUE];
+        int n = stage_reads(st, reads);
+        for (int i = 0; i < n; i++)
+            if (p->values[reads[i]].last < s)
+                p->values[reads[i]].last = s;
+        if (is_mm(st)) {
+            rf_chain_stage_plan_t *sp = &p->stages[s];
+            sp->k_chunk = (int)(st->k >= 64 ? 64 : up(st->k, 16));
+            sp->n_chunk = (int)(st->n >= 64 ? 64 : up(st->n, 16));
+            sp->k_pad = up(st->k, sp->k_chunk);
+            if (p->values[st->src].padded_width < sp->k_pad)
+                p->values[st->src].padded_width = sp->k_pad;
+        }
+    }
+    int last = c->n_values - 1;
+    for (int v = 0; v < c->n_values; v++) {
+        rf_chain_value_plan_t *vp = &p->values[v];
+        int64_t eb = c->values[v].dtype == RF_DTYPE_F16 ? 2 : 4;
+        vp->row_stride = vp->padded_width + 16 / eb;
+        vp->slot_bytes = v == last ? 0 : up((int64_t)p->tile_rows * vp->row_stride * eb, 128);
+    }
+    for (int s = 0; s < c->n_stages; s++) {
+        const rf_chain_stage_t *st = &c->stages[s];
+        if (!is_mm(st))
+            continue;
+        rf_chain_stage_plan_t *sp = &p->stages[s];
+        int64_t dst_pad = st->dst == last ? up(st->n, 16) : p->values[st->dst].padded_width;
+        sp->n_pad = up(dst_pad, sp->n_chunk);
+    }
+}
+
+/* First fit of the slots in stage order: a value takes the lowest 128-aligned offset whose
+ * range no value alive at the same time holds. Returns the end of the slots. */
+static int64_t place_values(const rf_chain_t *c, rf_chain_plan_t *p) {
+    int64_t end = 0;
+    int last = c->n_values - 1;
+    for (int v = 0; v < c->n_values; v++) {
+        rf_chain_value_plan_t *vp = &p->values[v];
+        if (v == last) {
+            vp->smem_offset = -1;
+            continue;
+        }
+        int64_t off = 0;
+        for (int moved = 1; moved;) {
+            moved = 0;
+            for (int u = 0; u < v; u++) {
+                const rf_chain_value_plan_t *q = &p->values[u];
+                if (q->smem_offset < 0 || q->last < vp->first || vp->last < q->first)
+                    continue; /* not alive together */
+                if (off < q->smem_offset + q->slot_bytes && q->smem_offset < off + vp->slot_bytes) {
+                    off = up(q->smem_offset + q->slot_bytes, 128);
+                    moved = 1;
+                }
+            }
+        }
+        vp->smem_offset = off;
+        if (off + vp->slot_bytes > end)
+            end = off + vp->slot_bytes;
+    }
+    return end;
+}
+
+static int64_t ring_bytes(const rf_chain_t *c, const rf_chain_plan_t *p) {
+    int64_t r = 0;
+    for (int s = 0; s < c->n_stages; s++) {
+        const rf_chain_stage_t *st = &c->stages[s];
+        if (!is_mm(st))
+            continue;
+        int64_t b = (st->op == RF_CHAIN_GATED ? 2 : 1) * (int64_t)p->stages[s].k_chunk *
+                    (p->stages[s].n_chunk + RF_SMEM_ROW_PAD) * 2;
+        r = b > r ? b : r;
+    }
+    return r;
+}
+
+/* The layout at tile_rows; *fits says whether it fits the target. */
+static void layout(const rf_chain_t *c, const rf_target_t *t, int tile_rows, rf_chain_plan_t *p,
+                   int *fits) {
+    p->tile_rows = tile_rows;
+    p->warps = tile_rows == 64 ? 8 : 4;
+    plan_values(c, p);
+    int64_t slots = place_values(c, p);
+    p->weight_smem_offset = up(slots, 128);
+    p->ring_bytes = ring_bytes(c, p);
+    p->weight_buffers = 2;
+    p->smem_bytes = p->weight_smem_offset + 2 * p->ring_bytes;
+    if (p->smem_bytes > t->smem_per_block) {
+        p->weight_buffers = 1;
+        p->smem_bytes = p->weight_smem_offset + p->ring_bytes;
+    }
+    *fits = p->smem_bytes <= t->smem_per_block;
+}
+
+/* The refusal when nothing fits: the stage across which the live slots are largest. */
+static rf_status_t no_fit(const rf_chain_t *c, const rf_chain_plan_t *p, const rf_target_t *t) {
+    int worst = 0;
+    int64_t worst_bytes = -1;
+    for (int s = 0; s < c->n_stages; s++) {
+        int64_t b = 0;
+        for (int v = 0; v < c->n_values; v++)
+            if (p->values[v].first <= s && s <= p->values[v].last)
+                b += p->values[v].slot_bytes;
+        if (b > worst_bytes) {
+            worst_bytes = b;
+            worst = s;
+        }
+    }
+    const rf_chain_stage_t *st = &c->stages[worst];
+    char live[512] = "";
+    size_t used = 0;
+    for (int v = 0; v < c->n_values && used < sizeof live; v++)
+        if (p->values[v].first <= worst && worst <= p->values[v].last && p->values[v].slot_bytes)
+            used += (size_t)snprintf(live + used, sizeof live - used, "%sv%d [%lld] %s",
+                                     used ? ", " : "", v, (long long)c->values[v].width,
+                                     rf_dtype_name(c->values[v].dtype));
+    return RF_ERR(RF_CODE_UNSUPPORTED,
+                  "stage %d (%s %lld -> %lld): the values alive across it (%s) need %lld bytes "
+                  "of shared memory for a tile of %d rows, and the weight ring %lld more; the %s "
+                  "gives a block %d bytes. rowfuse keeps every value of a row tile on chip (the "
+                  "weights stream); a narrower hidden width fits",
+                  worst, rf_chain_op_name(st->op), (long long)c->values[st->src].width,
+                  (long long)c->values[st->dst].width, live, (long long)worst_bytes, p->tile_rows,
+                  (long long)p->ring_bytes, t->name, t->smem_per_block);
+}
+
+static void place_weights(const rf_chain_t *c, rf_chain_plan_t *p) {
+    int64_t wh = 0, wf = 0;
+    for (int s = 0; s < c->n_stages; s++) {
+        const rf_chain_stage_t *st = &c->stages[s];
+        rf_chain_stage_plan_t *sp = &p->stages[s];
+        int64_t w = c->values[st->dst].width;
+        sp->w = sp->wu = sp->b = sp->bu = sp->gamma = sp->beta = -1;
+        if (is_mm(st)) {
+            sp->w = wh;
+            wh = up(wh + st->k * st->n, 8);
+            if (st->op == RF_CHAIN_GATED) {
+                sp->wu = wh;
+                wh = up(wh + st->k * st->n, 8);
+            }
+            if (st->b) {
+                sp->b = wf;
+                wf = up(wf + st->n, 8);
+            }
+            if (st->op == RF_CHAIN_GATED && st->bu) {
+                sp->bu = wf;
+                wf = up(wf + st->n, 8);
+            }
+        } else if (st->op == RF_CHAIN_NORM) {
+            if (st->gamma) {
+                sp->gamma = wf;
+                wf = up(wf + w, 8);
+            }
+            if (st->beta) {
+                sp->beta = wf;
+                wf = up(wf + w, 8);
+            }
+        }
+    }
+    p->wh_elems = wh;
+    p->wf_elems = wf;
+}
+
+rf_status_t rf_chain_plan_make(const rf_chain_t *c, int64_t rows, const rf_target_t *t,
+                               int tile_rows, rf_chain_plan_t *p) {
+    memset(p, 0, sizeof *p);
+    RF_RETURN_IF_ERROR(rf_chain_validate(c), "planning the chain");
+    if (rows < 1)
+        return RF_ERR(RF_CODE_INVALID_ARGUMENT, "planning a chain for %lld rows", (long long)rows);
+    if (tile_rows != 0 && tile_rows != 16 && tile_rows != 32 && tile_rows != 64)
+        return RF_ERR(RF_CODE_INVALID_ARGUMENT, "tile rows %d: a chain tile has 16, 32 or 64",
+                      tile_rows);
+    for (int s = 0; s < c->n_stages; s++) {
+        const rf_chain_stage_t *st = &c->stages[s];
+        if (st->op == RF_CHAIN_MUL)
+            return RF_ERR(RF_CODE_UNSUPPORTED,
+                          "stage %d: a mul stage is not in the plan's stage "
+                          "kinds (it must be fused first)",
+                          s);
+        if (st->op == RF_CHAIN_NORM && !(st->eps > 0.0))
+            return RF_ERR(RF_CODE_UNSUPPORTED,
+                          "stage %d (norm): epsilon %g; the kernels need a positive epsilon", s,
+                          st->eps);
+    }
+    p->chain = c;
+    p->target = *t;
+    p->rows = rows;
+    chain_hash(c, p->hash);
+    snprintf(p->name, sizeof p->name, "chain_%s", p->hash);
+    static const int tiles[3] = {64, 32, 16};
+    int chosen = 0, fits = 0;
+    for (int i = 0; i < 3 && !chosen; i++) {
+        int tr = tiles[i];
+        if (tile_rows && tr != tile_rows)
+            continue;
+        /* auto: the largest tile that still gives every SM a tile, then the one that fits */
+        if (!tile_rows && tr > 16 && rows < (int64_t)tr * t->sm_count)
+            continue;
+        layout(c, t, tr, p, &fits);
+        if (fits) {
+            chosen = tr;
+        } else if (!tile_rows && tr > 16) {
+            continue;
+        } else {
+            return no_fit(c, p, t);
+        }
+    }
+    if (!chosen)
+        return RF_ERR(RF_CODE_INTERNAL, "no tile was tried");
+    place_weights(c, p);
+    snprintf(
+        p->reason, sizeof p->reason,
+        "%d rows per tile (%s), %d warps, %d weight buffer%s, %lld bytes of shared memory", chosen,
+        tile_rows      ? "forced"
+        : chosen == 16 ? "the smallest: the most tiles for the SMs or the largest that fits"
+                       : "the largest that still gives every SM a tile",
+        p->warps, p->weight_buffers, p->weight_buffers == 1 ? "" : "s", (long long)p->smem_bytes);
+    return RF_OK;
+}

@@ -1,0 +1,88 @@
+/* The plan of a chain block (src/compile, internal): every number of its chain_mma kernel,
+ * decided here, and the package files written from it (kernel_spec.json, weights.bin,
+ * plan.json). The generator (rowfuse.kernels.build, chain_mma.py) reads the spec and decides
+ * nothing; the runtime reads plan.json's "chain" object and the kernel entry; src/chain's
+ * loader reads the chain back from plan.json + weights.bin.
+ *
+ * Geometry (rf_chain_plan_make):
+ *   tile_rows  64, 32 or 16: the largest whose row tiles still give every SM one
+ *              (rows >= tile_rows x SMs) and whose shared memory fits; 16 otherwise. warps:
+ *              4 (8 at 64 rows).
+ *   chunks     per linear / gated stage: k_chunk = min(64, K rounded up to 16) and k_pad = K
+ *              rounded up to k_chunk; n_chunk = min(64, N rounded up to 16) and n_pad = the
+ *              dst's padded width rounded up to n_chunk.
+ *   values     padded_width = width rounded up to 16, raised to the k_pad of every matmul that
+ *              reads it; row_stride = padded_width + 16 bytes (8 fp16 / 4 fp32) against bank
+ *              conflicts; slots 128-byte aligned, first fit in stage order, a slot reused by
+ *              a value whose lifetime (producing stage .. last reading stage) does not
+ *              overlap; Y (the last value) goes from registers to global (smem_offset -1).
+ *   ring       weight_smem_offset = end of the value slots (128-aligned); each of the
+ *              weight_buffers (2, or 1 when 2 do not fit) holds the largest W tile of any
+ *              stage: mats x k_chunk x (n_chunk + RF_SMEM_ROW_PAD) fp16 (mats 2 for gated).
+ *   weights    wh (fp16): each stage's W [K, N] row-major (gated: Wg then Wu); wf (fp32):
+ *              biases, gamma, beta; every offset a multiple of 8 elements.
+ * A chain that does not fit the target's shared memory at 16 rows and one buffer is
+ * RF_CODE_UNSUPPORTED naming the stage where the values live across need the most.
+ */
+#ifndef RF_COMPILE_CHAIN_PLAN_H
+#define RF_COMPILE_CHAIN_PLAN_H
+
+#include <stdint.h>
+
+#include "chain/chain.h"
+#include "rowfuse/compile.h"
+#include "rowfuse/plan.h"
+
+typedef struct rf_chain_value_plan {
+    int64_t padded_width, row_stride;
+    int64_t smem_offset; /* bytes; -1: not in shared memory (Y) */
+    int64_t slot_bytes;
+    int first, last; /* lifetime in stages: produced at `first` (-1 for X), last read at `last` */
+} rf_chain_value_plan_t;
+
+typedef struct rf_chain_stage_plan {
+    int64_t k_pad, n_pad;
+    int k_chunk, n_chunk;
+    int64_t w, wu;              /* element offsets into wh; -1: none */
+    int64_t b, bu, gamma, beta; /* element offsets into wf; -1: none */
+} rf_chain_stage_plan_t;
+
+typedef struct rf_chain_plan {
+    const rf_chain_t *chain; /* borrowed */
+    char name[RF_KERNEL_NAME_MAX];
+    char hash[17]; /* FNV-1a 64 of the chain's structure and weights */
+    rf_target_t target;
+    int64_t rows;
+    int tile_rows, warps, weight_buffers;
+    int64_t smem_bytes, weight_smem_offset, ring_bytes;
+    rf_chain_value_plan_t values[RF_CHAIN_MAX_STAGES + 1];
+    rf_chain_stage_plan_t stages[RF_CHAIN_MAX_STAGES];
+    int64_t wh_elems, wf_elems;
+    char reason[256];
+    /* facts from the generator and the grid rule */
+    int registers, local_ops, blocks_per_sm, grid_balanced;
+    char generator[128];
+} rf_chain_plan_t;
+
+/* Decides the plan of chain c for `rows` rows on target t; tile_rows 0 = auto, else 16,
+ * 32 or 64 (UNSUPPORTED when that tile does not fit). No file is touched. */
+rf_status_t rf_chain_plan_make(const rf_chain_t *c, int64_t rows, const rf_target_t *t,
+                               int tile_rows, rf_chain_plan_t *out_plan);
+
+/* The files (chain_package.c). */
+rf_status_t rf_chain_weights_write(const rf_chain_plan_t *p, const char *path,
+                                   int64_t *out_wh_offset, int64_t *out_wf_offset);
+rf_status_t rf_chain_spec_write(const rf_chain_plan_t *p, const char *path);
+rf_status_t rf_chain_plan_write(const rf_chain_plan_t *p, const char *model, int64_t wh_offset,
+                                int64_t wf_offset, const char *path);
+
+/* `rowfuse compile MODEL` for a model that is a chain and not the residual MLP (which keeps
+ * its schedules): verifies, matches, plans, writes weights.bin and kernel_spec.json, runs
+ * the generator, reads its facts and writes plan.json. *out_handled = 0 (and RF_OK) when
+ * the model is the residual MLP, for the MLP path to take it; a model that is neither is
+ * the chain matcher's refusal. out_plan (may be NULL) receives the plan (its chain pointer
+ * is not valid after the call). */
+rf_status_t rf_compile_chain_model(const char *model, const rf_compile_options_t *options,
+                                   int *out_handled, rf_chain_plan_t *out_plan);
+
+#endif

@@ -1,0 +1,78 @@
+"""`rowfuse compile` of a chain model (not the residual MLP): the planner's kernel_spec.json,
+weights.bin and plan.json, the chain_mma kernel the generator builds from them (tensor-core
+mma.sync in its PTX, no spills), and a chain too wide for shared memory refused naming its
+stage. Needs the rowfuse binary (RF_BIN), torch + onnx and the CuTe DSL (the generator)."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+pytest.importorskip("torch")
+pytest.importorskip("onnx")
+
+from cli_util import rowfuse  # noqa: E402
+from rowfuse import blocks  # noqa: E402
+from rowfuse.export import export  # noqa: E402
+
+
+@pytest.mark.parametrize("kind", ["llama_ffn", "bert_ffn"])
+def test_compile_chain_package(kind, tmp_path):
+    pytest.importorskip("cutlass")
+    module, ex = blocks.make(kind, small=True)
+    model = export(module, ex, ex.shape[0], str(tmp_path / f"{kind}.onnx"))
+    out = tmp_path / "pkg"
+    p = rowfuse("compile", model, "-o", out)
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert "chain_mma" in p.stdout
+    spec = json.loads((out / "kernel_spec.json").read_text())
+    plan = json.loads((out / "plan.json").read_text())
+    facts = json.loads((out / "kernels.json").read_text())
+    (k,) = spec["kernels"]
+    assert k["mode"] == "chain_mma" and plan["block"] == "chain"
+    ch = plan["chain"]
+    assert ch["in_width"] == ex.shape[1] and ch["out_width"] == ex.shape[1]
+    assert [s["op"] for s in ch["stages"]] == [s["op"] for s in k["stages"]]
+    # weights.bin holds wh (fp16) then wf (fp32) at the recorded, 16-byte aligned offsets
+    size = (out / "weights.bin").stat().st_size
+    assert ch["wh_offset"] % 16 == 0 and ch["wf_offset"] % 16 == 0
+    assert size >= ch["wf_offset"] + 4 * ch["wf_elems"] >= ch["wh_offset"] + 2 * ch["wh_elems"]
+    # the first linear's W in wh is the model's first weight in fp16
+    raw = np.fromfile(out / "weights.bin", dtype=np.uint8)
+    wh = raw[ch["wh_offset"] : ch["wh_offset"] + 2 * ch["wh_elems"]].view(np.float16)
+    first = next(s for s in ch["stages"] if s["op"] in ("linear", "gated"))
+    off = first["w"] if first["op"] == "linear" else first["wg"]
+    w = wh[off : off + first["k"] * first["n"]].reshape(first["k"], first["n"])
+    lin = module.gate if kind == "llama_ffn" else module.fc1
+    np.testing.assert_array_equal(w, lin.weight.detach().numpy().T.astype(np.float16))
+    (kf,) = facts["kernels"]
+    assert kf["name"] == k["name"] and kf["ptx_mma"] > 0 and kf.get("sass_local", 0) == 0
+    assert plan["kernels"][0]["blocks_per_sm"] >= 1
+
+
+def test_compile_refuses_a_chain_too_wide(tmp_path):
+    module, ex = blocks.make("llama_ffn", small=False, rows=4)
+    model = export(module, ex, ex.shape[0], str(tmp_path / "llama.onnx"))
+    p = rowfuse("compile", model, "-o", tmp_path / "pkg")
+    assert p.returncode != 0
+    msg = p.stderr
+    assert "stage 1 (gated 2048 -> 5632)" in msg and "shared memory" in msg, msg
+
+
+def test_compile_refuses_a_model_that_is_no_chain(tmp_path):
+    import torch
+
+    class M(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.a = torch.nn.Linear(32, 32)
+
+        def forward(self, x):
+            return torch.softmax(self.a(x), -1)
+
+    model = export(M(), torch.randn(8, 32), 8, str(tmp_path / "softmax.onnx"))
+    p = rowfuse("compile", model, "-o", tmp_path / "pkg")
+    assert p.returncode == 1, p.stderr
+    assert "Softmax over features is not a stage" in p.stderr

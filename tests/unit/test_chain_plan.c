@@ -1,0 +1,256 @@
+/* The chain planner and the package files: on seeded random chains the layout keeps the
+ * generator's rules (slots 16-byte aligned inside smem_bytes, values alive together never
+ * overlap, chunks and pads consistent, weight offsets multiples of 8 inside wh / wf) and the
+ * target's shared memory; weights.bin + plan.json read back (rf_chain_load_package) give a
+ * chain whose mixed reference equals the original's bit for bit; tiles follow the rows; a
+ * chain too wide for shared memory is refused naming its stage; a plan.json whose dtype
+ * breaks the precision rule is refused naming the value. */
+#define _POSIX_C_SOURCE 200809L
+#include <math.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "compile/chain_plan.h"
+#include "rf_test.h"
+#include "rowfuse/rng.h"
+#include "rowfuse/tensor.h"
+
+static int64_t pick(rf_rng_t *r, int64_t lo, int64_t hi) {
+    return lo + (int64_t)(rf_rng_next(r) % (uint64_t)(hi - lo + 1));
+}
+
+static float *floats(rf_chain_t *c, rf_rng_t *r, int64_t n, double a, double center) {
+    float *p = NULL;
+    CHECK_OK(rf_chain_alloc_floats(c, (size_t)n, &p));
+    for (int64_t i = 0; p && i < n; i++)
+        p[i] = (float)(center + rf_rng_uniform(r, a));
+    return p;
+}
+
+static rf_chain_stage_t *stage(rf_chain_t *c, rf_chain_op_t op, int64_t w) {
+    rf_chain_stage_t *s = NULL;
+    CHECK_OK(rf_chain_add_stage(c, op, w, &s));
+    return s;
+}
+
+/* A random chain of every stage kind: [norm] -> linear(+act) | gated -> [act] -> linear
+ * (+ residual) -> [add] -> [norm]. */
+static rf_chain_t *random_chain(rf_rng_t *r, int64_t C, int64_t H) {
+    rf_chain_t *c = NULL;
+    CHECK_OK(rf_chain_create(rf_allocator_system(), C, &c));
+    int src = 0;
+    if (pick(r, 0, 1)) {
+        rf_chain_stage_t *n = stage(c, RF_CHAIN_NORM, C);
+        n->src = 0;
+        n->norm = pick(r, 0, 1) ? RF_CHAIN_LAYERNORM : RF_CHAIN_RMSNORM;
+        n->eps = 1e-5;
+        n->gamma = floats(c, r, C, 0.2, 1.0);
+        n->beta = n->norm == RF_CHAIN_LAYERNORM ? floats(c, r, C, 0.2, 0.0) : NULL;
+        src = n->dst;
+    }
+    rf_chain_stage_t *h;
+    if (pick(r, 0, 1)) {
+        h = stage(c, RF_CHAIN_GATED, H);
+        h->fn = RF_CHAIN_FN_SILU;
+        h->wu = floats(c, r, C * H, 1.0 / sqrt((double)C), 0.0);
+        h->bu = pick(r, 0, 1) ? floats(c, r, H, 0.5, 0.0) : NULL;
+    } else {
+        h = stage(c, RF_CHAIN_LINEAR, H);
+        h->epi[h->n_epi++] = (rf_chain_epi_t){RF_CHAIN_EPI_ACT, RF_CHAIN_FN_GELU_ERF, -1};
+    }
+    h->src = src;
+    h->k = C;
+    h->n = H;
+    h->w = floats(c, r, C * H, 1.0 / sqrt((double)C), 0.0);
+    h->b = pick(r, 0, 1) ? floats(c, r, H, 0.5, 0.0) : NULL;
+    int hid = h->dst;
+    if (pick(r, 0, 1)) {
+        rf_chain_stage_t *a = stage(c, RF_CHAIN_ACT, H);
+        a->src = hid;
+        a->fn = RF_CHAIN_FN_TANH;
+        hid = a->dst;
+    }
+    rf_chain_stage_t *o = stage(c, RF_CHAIN_LINEAR, C);
+    o->src = hid;
+    o->k = H;
+    o->n = C;
+    o->w = floats(c, r, H * C, 1.0 / sqrt((double)H), 0.0);
+    o->b = floats(c, r, C, 0.5, 0.0);
+    o->epi[o->n_epi++] = (rf_chain_epi_t){RF_CHAIN_EPI_ADD, RF_CHAIN_FN_IDENTITY, 0};
+    int last = o->dst;
+    if (pick(r, 0, 1)) {
+        rf_chain_stage_t *ad = stage(c, RF_CHAIN_ADD, C);
+        ad->src = last;
+        ad->src2 = src;
+        last = ad->dst;
+    }
+    if (pick(r, 0, 1)) {
+        rf_chain_stage_t *n = stage(c, RF_CHAIN_NORM, C);
+        n->src = last;
+        n->norm = RF_CHAIN_LAYERNORM;
+        n->eps = 1e-12;
+        n->gamma = floats(c, r, C, 0.2, 1.0);
+    }
+    rf_chain_assign_dtypes(c);
+    CHECK_OK(rf_chain_validate(c));
+    return c;
+}
+
+/* The generator's rules (python/rowfuse/kernels/chain_mma.py, ChainPlan.check). */
+static int layout_ok(const rf_chain_plan_t *p) {
+    const rf_chain_t *c = p->chain;
+    int ok = p->smem_bytes <= p->target.smem_per_block && p->weight_smem_offset % 16 == 0;
+    ok &= p->smem_bytes >= p->weight_smem_offset + p->weight_buffers * p->ring_bytes;
+    for (int v = 0; v < c->n_values; v++) {
+        const rf_chain_value_plan_t *a = &p->values[v];
+        int64_t eb = c->values[v].dtype == RF_DTYPE_F16 ? 2 : 4;
+        ok &= a->padded_width % 16 == 0 && a->padded_width >= c->values[v].width;
+        ok &= a->row_stride >= a->padded_width && (a->row_stride * eb) % 16 == 0;
+        if (v == c->n_values - 1) {
+            ok &= a->smem_offset == -1;
+            continue;
+        }
+        ok &= a->smem_offset >= 0 && a->smem_offset % 16 == 0;
+        ok &= a->smem_offset + p->tile_rows * a->row_stride * eb <= p->weight_smem_offset;
+        for (int u = 0; u < v; u++) {
+            const rf_chain_value_plan_t *b = &p->values[u];
+            int together = !(b->last < a->first || a->last < b->first);
+            int overlap = a->smem_offset < b->smem_offset + b->slot_bytes &&
+                          b->smem_offset < a->smem_offset + a->slot_bytes;
+            ok &= !(together && overlap);
+        }
+    }
+    for (int s = 0; s < c->n_stages; s++) {
+        const rf_chain_stage_t *st = &c->stages[s];
+        const rf_chain_stage_plan_t *sp = &p->stages[s];
+        if (st->op == RF_CHAIN_LINEAR || st->op == RF_CHAIN_GATED) {
+            ok &= sp->k_chunk % 16 == 0 && sp->n_chunk % 16 == 0 && sp->k_chunk > 0;
+            ok &= sp->k_pad % sp->k_chunk == 0 && sp->k_pad >= st->k;
+            ok &= sp->k_pad <= p->values[st->src].padded_width;
+            ok &= sp->n_pad % sp->n_chunk == 0 && sp->n_pad >= st->n;
+            if (st->dst != c->n_values - 1)
+                ok &= sp->n_pad >= p->values[st->dst].padded_width;
+            ok &= sp->w % 8 == 0 && sp->w + st->k * st->n <= p->wh_elems;
+        }
+        int64_t offs[5] = {sp->wu, sp->b, sp->bu, sp->gamma, sp->beta};
+        for (int i = 0; i < 5; i++)
+            ok &= offs[i] < 0 || offs[i] % 8 == 0;
+        ok &= st->op != RF_CHAIN_NORM || !st->gamma || sp->gamma >= 0;
+    }
+    return ok;
+}
+
+static void test_layout_and_roundtrip(void) {
+    rf_rng_t rng;
+    rf_target_t t;
+    CHECK_OK(rf_target_lookup("h200", &t));
+    rf_rng_seed(&rng, 31);
+    char dir[] = "/tmp/rf_chain_plan_XXXXXX";
+    CHECK(mkdtemp(dir) != NULL);
+    int good = 0, same = 0;
+    const int chains = 30;
+    for (int k = 0; k < chains; k++) {
+        int64_t C = 8 * pick(&rng, 1, 40), H = 8 * pick(&rng, 1, 120);
+        rf_chain_t *c = random_chain(&rng, C, H);
+        rf_chain_plan_t *p = calloc(1, sizeof *p);
+        int64_t rows = pick(&rng, 1, 20000);
+        CHECK_OK(rf_chain_plan_make(c, rows, &t, 0, p));
+        good += layout_ok(p);
+        /* the package files, read back */
+        char path[256];
+        int64_t wh, wf;
+        snprintf(path, sizeof path, "%s/weights.bin", dir);
+        CHECK_OK(rf_chain_weights_write(p, path, &wh, &wf));
+        snprintf(path, sizeof path, "%s/plan.json", dir);
+        CHECK_OK(rf_chain_plan_write(p, "test", wh, wf, path));
+        rf_chain_t *back = NULL;
+        CHECK_OK(rf_chain_load_package(rf_allocator_system(), dir, &back));
+        if (back) {
+            int64_t n = 5 * C;
+            uint16_t *x = malloc(sizeof(uint16_t) * (size_t)n);
+            double *y = malloc(sizeof(double) * 4 * (size_t)n);
+            rf_rng_fill_f16(&rng, 1.5, x, (size_t)n);
+            CHECK_OK(rf_chain_reference(c, x, 5, RF_CHAIN_MIXED, y, y + n));
+            CHECK_OK(rf_chain_reference(back, x, 5, RF_CHAIN_MIXED, y + 2 * n, y + 3 * n));
+            same += !memcmp(y, y + 2 * n, sizeof(double) * 2 * (size_t)n);
+            free(x);
+            free(y);
+        }
+        rf_chain_destroy(back);
+        free(p);
+        rf_chain_destroy(c);
+    }
+    CHECK(good == chains);
+    CHECK(same == chains);
+    printf("layout rules held at %d of %d random chains; %d read back bit-identical\n", good,
+           chains, same);
+    char path[256];
+    snprintf(path, sizeof path, "%s/weights.bin", dir);
+    unlink(path);
+    snprintf(path, sizeof path, "%s/plan.json", dir);
+    /* a dtype that breaks the precision rule is refused naming the value */
+    {
+        rf_chain_t *c = random_chain(&rng, 64, 128);
+        rf_chain_plan_t *p = calloc(1, sizeof *p);
+        int64_t wh, wf;
+        CHECK_OK(rf_chain_plan_make(c, 64, &t, 0, p));
+        char wpath[256];
+        snprintf(wpath, sizeof wpath, "%s/weights.bin", dir);
+        CHECK_OK(rf_chain_weights_write(p, wpath, &wh, &wf));
+        c->values[c->n_values - 1].dtype = RF_DTYPE_F16; /* Y in fp16 */
+        CHECK_OK(rf_chain_plan_write(p, "test", wh, wf, path));
+        rf_chain_t *back = NULL;
+        CHECK_ERR(rf_chain_load_package(rf_allocator_system(), dir, &back), RF_CODE_PARSE_ERROR,
+                  "precision rule");
+        rf_chain_destroy(back);
+        free(p);
+        rf_chain_destroy(c);
+        unlink(wpath);
+    }
+    unlink(path);
+    rmdir(dir);
+}
+
+static void test_tiles_and_fit(void) {
+    rf_rng_t rng;
+    rf_target_t t;
+    CHECK_OK(rf_target_lookup("h200", &t));
+    rf_rng_seed(&rng, 5);
+    rf_chain_t *c = random_chain(&rng, 64, 256);
+    rf_chain_plan_t *p = calloc(1, sizeof *p);
+    CHECK_OK(rf_chain_plan_make(c, 64, &t, 0, p));
+    CHECK(p->tile_rows == 16); /* few rows: the most tiles */
+    CHECK_OK(rf_chain_plan_make(c, 100000, &t, 0, p));
+    CHECK(p->tile_rows == 64); /* many rows: the largest tile that fits */
+    CHECK_OK(rf_chain_plan_make(c, 100000, &t, 32, p));
+    CHECK(p->tile_rows == 32 && layout_ok(p));
+    CHECK_ERR(rf_chain_plan_make(c, 64, &t, 48, p), RF_CODE_INVALID_ARGUMENT, "16, 32 or 64");
+    rf_chain_destroy(c);
+    /* 2048 -> 5632 gated with its input alive: does not fit; the error names the stage */
+    CHECK_OK(rf_chain_create(rf_allocator_system(), 2048, &c));
+    rf_chain_stage_t *g = stage(c, RF_CHAIN_GATED, 5632);
+    g->src = 0;
+    g->k = 2048;
+    g->n = 5632;
+    g->fn = RF_CHAIN_FN_SILU;
+    g->w = floats(c, &rng, 2048 * 5632, 0.01, 0.0);
+    g->wu = g->w;
+    rf_chain_stage_t *d = stage(c, RF_CHAIN_LINEAR, 2048);
+    d->src = g->dst;
+    d->k = 5632;
+    d->n = 2048;
+    d->w = g->w;
+    d->epi[d->n_epi++] = (rf_chain_epi_t){RF_CHAIN_EPI_ADD, RF_CHAIN_FN_IDENTITY, 0};
+    rf_chain_assign_dtypes(c);
+    CHECK_ERR(rf_chain_plan_make(c, 64, &t, 0, p), RF_CODE_UNSUPPORTED,
+              "stage 0 (gated 2048 -> 5632)");
+    rf_chain_destroy(c);
+    free(p);
+}
+
+int main(void) {
+    printf("seeds 31, 5\n");
+    test_layout_and_roundtrip();
+    test_tiles_and_fit();
+    return rf_test_finish();
+}
