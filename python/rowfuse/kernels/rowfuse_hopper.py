@@ -254,6 +254,21 @@ class WgmmaMlpKernel:
         p = self.p
         return (p.w1_block, p.w2_block) if p.blocked else (p.cp, p.hc)
 
+    def tiled_mma(self, n: int, a_source):
+        """One warpgroup's wgmma over 64 x n tiles: fp16 A (K-major, from shared memory or
+        registers) times fp16 B (N-major), accumulated in f32. GEMM1 has n = hc / wg_n,
+        GEMM2 n = cp / wg_n."""
+        return sm90.make_trivial_tiled_mma(
+            self.f16,
+            self.f16,
+            warpgroup.OperandMajorMode.K,
+            warpgroup.OperandMajorMode.MN,
+            self.f32,
+            (1, 1, 1),
+            tiler_mn=(WG_ROWS, n),
+            a_source=a_source,
+        )
+
     def smem_layouts(self):
         """Swizzled, staged shared-memory layouts of X, the W1 / W2 chunk parts and H."""
         p, f16 = self.p, self.f16
@@ -315,27 +330,10 @@ class WgmmaMlpKernel:
         grid: cutlass.Int32,
         stream: cuda.CUstream,
     ):
-        p, f16, f32 = self.p, self.f16, self.f32
-        mma1 = sm90.make_trivial_tiled_mma(
-            f16,
-            f16,
-            warpgroup.OperandMajorMode.K,
-            warpgroup.OperandMajorMode.MN,
-            f32,
-            (1, 1, 1),
-            tiler_mn=(WG_ROWS, self.hc_wg),
-        )
+        p = self.p
+        mma1 = self.tiled_mma(self.hc_wg, warpgroup.OperandSource.SMEM)
         a2 = warpgroup.OperandSource.RMEM if p.wg_n == 1 else warpgroup.OperandSource.SMEM
-        mma2 = sm90.make_trivial_tiled_mma(
-            f16,
-            f16,
-            warpgroup.OperandMajorMode.K,
-            warpgroup.OperandMajorMode.MN,
-            f32,
-            (1, 1, 1),
-            tiler_mn=(WG_ROWS, self.nc_wg),
-            a_source=a2,
-        )
+        mma2 = self.tiled_mma(self.nc_wg, a2)
         lx, lw1, lw2, lh = self.smem_layouts()
         # B views of the weights: W1 [C, H] seen as (N = H, K = C), W2 [H, C] as (N = C, K = H)
         nh, nc = p.hidden, p.channels
