@@ -2,16 +2,18 @@
 # The main job on the built-in example: export the residual MLP, verify it and print its
 # row contract, run the CPU reference on random input, compile the GPU package, and on a
 # machine with a GPU check it there (without one, show the compiled artifacts).
+# Uses an installed rowfuse: `rowfuse` and a python3 that imports rowfuse, from PATH
+# (`make demo` puts its virtual environment first), or $RF_BIN for the CLI.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-ROWFUSE=${RF_BIN:-build/rowfuse}
+ROWFUSE=${RF_BIN:-rowfuse}
 OUT=${DEMO_OUT:-demo-out}
 ROWS=${DEMO_ROWS:-49}
 mkdir -p "$OUT"
-export PYTHONPATH="$PWD/python:$PWD/examples${PYTHONPATH:+:$PYTHONPATH}"
+OUT=$(cd "$OUT" && pwd)
 
 echo "== export: examples/residual_mlp.py (48 channels, 96 hidden), $ROWS rows"
-python3 -m rowfuse.export residual_mlp:make --rows "$ROWS" -o "$OUT/model.onnx"
+(cd examples && python3 -m rowfuse.export residual_mlp:make --rows "$ROWS" -o "$OUT/model.onnx")
 
 echo "== verify"
 "$ROWFUSE" verify "$OUT/model.onnx" --contract "$OUT/contract.json"

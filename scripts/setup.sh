@@ -13,6 +13,8 @@ PIP_PACKAGES=(
   "torch==2.15.0" "onnx==1.23.2" "onnxscript==0.7.2" "numpy>=2" "pytest>=8"
   "ruff==0.17.6" "matplotlib>=3.8" "nvidia-cutlass-dsl==4.8.1"
   "iree-base-compiler==3.13.0" "iree-base-runtime==3.13.0" "iree-turbine==3.9.0"
+  # the build backend of `pip install .` (pyproject.toml), used without build isolation
+  "scikit-build-core>=0.10"
 )
 
 SUDO=""

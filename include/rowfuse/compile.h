@@ -7,9 +7,9 @@
  * graph is UNSUPPORTED with a message naming the first node that does not fit.
  *
  * rf_compile_package writes a package directory (rowfuse/plan.h): weights.bin, the
- * kernels (built by python/rowfuse/kernels/build.py from the specification this code decides, run
- * as a tool), and plan.json. src/compile is the only code that decides the plan and the only writer
- * of plan.json. Ownership: nothing is retained.
+ * kernels (built by the generator rowfuse.kernels.build from the specification this code decides,
+ * run as a tool), and plan.json. src/compile is the only code that decides the plan and the only
+ * writer of plan.json. Ownership: nothing is retained.
  */
 #ifndef ROWFUSE_COMPILE_H
 #define ROWFUSE_COMPILE_H
@@ -78,8 +78,8 @@ typedef struct rf_compile_options {
     int ring, min_blocks; /* experimental kernel variants (notes/kernels.md) */
     int max_grid;         /* tests: cap blocks per launch (0 = none) */
     const char *fault;    /* tests of the gates: "no-barrier" or "no-pad" planted (NULL = none) */
-    const char *python;   /* interpreter for the kernel generator, e.g. "python3" */
-    const char *kernels_dir; /* folder holding build.py */
+    const char *python;   /* the interpreter that has the rowfuse Python package, which runs
+                             the kernel generator (rowfuse.kernels.build); NULL = "python3" */
 } rf_compile_options_t;
 
 void rf_compile_options_default(rf_compile_options_t *options);
@@ -102,7 +102,7 @@ rf_status_t rf_compile_plan(int64_t channels, int64_t hidden, const rf_compile_o
                             rf_plan_t *out_plan);
 
 /* Makes the package: decides the plan, writes weights.bin and kernel_spec.json, runs the
- * kernel generator (python/rowfuse/kernels/build.py) as a tool, reads back the facts it reports
+ * kernel generator (python -m rowfuse.kernels.build) as a tool, reads back the facts it reports
  * (kernels.json: registers, files), completes the grid rule and writes plan.json.
  * *out_plan (may be NULL) receives the plan written. */
 rf_status_t rf_compile_package(const rf_mlp_weights_t *weights, const char *graph_hash,

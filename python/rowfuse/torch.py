@@ -45,7 +45,7 @@ _DEVICES_OPENED: set[int] = set()
 
 
 def library_path() -> str:
-    return clib.library_path("ROWFUSE_RUNTIME_LIB", "librowfuse_runtime.so", "src/runtime")
+    return clib.library_path("ROWFUSE_RUNTIME_LIB", "librowfuse_runtime.so")
 
 
 def _lib():

@@ -2,8 +2,8 @@
  * package. For a model: verifies it and matches the residual MLP block; for --mlp: a
  * synthetic block of that shape with seeded random weights (what the GPU checks and
  * benchmarks use). Then src/compile decides the plan and writes the package. The kernel
- * generator is python/rowfuse/kernels/build.py (found through $RF_KERNELS_DIR, else next to the
- * source tree, else ./kernels), run with $RF_PYTHON (default python3). */
+ * generator is the installed Python module rowfuse.kernels.build, run with the interpreter
+ * rf_cli_python picks (paths.h). */
 #define _POSIX_C_SOURCE 200809L
 #include <dirent.h>
 #include <inttypes.h>
@@ -232,7 +232,7 @@ static rf_status_t compile_chain(compile_args_t *c, int *chain) {
     if (!p)
         return RF_ERR(RF_CODE_OUT_OF_MEMORY, "chain plan");
     o.model = c->model;
-    o.python = getenv("RF_PYTHON") && getenv("RF_PYTHON")[0] ? getenv("RF_PYTHON") : "python3";
+    o.python = rf_cli_python();
     rf_status_t st = rf_compile_chain_model(c->model, &o, chain, p);
     if (!st && *chain) {
         printf("compiled the chain of %s into %s\n", c->model, o.out_dir);
@@ -269,8 +269,7 @@ int rf_cmd_compile(int argc, char **argv) {
         rf_mlp_weights_free(rf_allocator_system(), &w);
         return rf_cli_report("compile", st);
     }
-    c.o.kernels_dir = kdir;
-    c.o.python = getenv("RF_PYTHON") && getenv("RF_PYTHON")[0] ? getenv("RF_PYTHON") : "python3";
+    c.o.python = rf_cli_python();
     c.o.model = desc;
     rf_plan_t *plan = calloc(1, sizeof *plan);
     st = plan ? rf_compile_package(&w, hash, &c.o, plan) : RF_ERR(RF_CODE_OUT_OF_MEMORY, "plan");
@@ -282,7 +281,7 @@ int rf_cmd_compile(int argc, char **argv) {
         print_plan(plan, c.o.out_dir);
         printf("  MLIR: %s/contract.mlir%s\n", c.o.out_dir,
                scheduled ? " and scheduled.mlir (the schedule pass agrees with the plan)"
-                         : " (no rowfuse-opt built: no scheduled.mlir; make mlir builds it)");
+                         : " (no rowfuse-opt found: no scheduled.mlir; make mlir builds it)");
     }
     free(plan);
     rf_mlp_weights_free(rf_allocator_system(), &w);

@@ -3,9 +3,9 @@
  * [--min-count N] [--alpha A] [--no-plot] -o OUTDIR`: the quality evaluator (src/eval).
  * Writes OUTDIR/eval.json, eval.md, outputs_reference.npy and outputs_compiled.npy (every
  * row's model output from (a) and (b)), then the per-slice plot by running
- * `python -m rowfuse.eval.plot` from rowfuse's python/ folder as a tool ($RF_PYTHON,
- * default python3). Exit status: 0 when the report was written (whatever it says), 1 when
- * the model is rejected, 2 for bad data, bad arguments, no GPU, or a failed plot. */
+ * `python -m rowfuse.eval.plot` as a tool (the interpreter of src/cli/paths.h). Exit status: 0 when
+ * the report was written (whatever it says), 1 when the model is rejected, 2 for bad data, bad
+ * arguments, no GPU, or a failed plot. */
 #define _POSIX_C_SOURCE 200809L
 #include <ctype.h>
 #include <errno.h>
@@ -247,11 +247,10 @@ static rf_status_t rf_eval_write_outputs(const char *dir, const rf_eval_report_t
     return RF_OK;
 }
 
-/* Runs `python -m rowfuse.eval.plot DIR/eval.json -o DIR` with our python/ on PYTHONPATH. */
+/* Runs `python -m rowfuse.eval.plot DIR/eval.json -o DIR`. */
 static rf_status_t rf_eval_plot(const char *dir) {
     char json[4096], *args[7];
-    RF_RETURN_IF_ERROR_PLAIN(
-        rf_cli_python_module("rowfuse.eval.plot", "rowfuse/eval/plot.py", args));
+    RF_RETURN_IF_ERROR_PLAIN(rf_cli_python_module("rowfuse.eval.plot", args));
     snprintf(json, sizeof json, "%s/eval.json", dir);
     args[3] = json;
     args[4] = "-o";

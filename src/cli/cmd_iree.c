@@ -19,8 +19,8 @@
  * --schedule auto|NAME runs --rowfuse-schedule with that mode; stock skips it, so IREE
  * forms the dispatches itself. --kernels codegen (the default for llvm-cpu) has IREE
  * generate each kernel of the schedule as one dispatch; extern (the default for cuda)
- * dispatches the package's kernels. Tools: rowfuse-opt from $RF_MLIR_BIN_DIR or
- * build-mlir/bin next to rowfuse (`make mlir`), iree-compile from $RF_IREE_COMPILE or PATH
+ * dispatches the package's kernels. Tools: rowfuse-opt from $RF_MLIR_BIN_DIR, beside rowfuse or
+ * on PATH (`make mlir` builds it), iree-compile from $RF_IREE_COMPILE or PATH
  * (pip iree-base-compiler), the kernel generator as for `rowfuse compile`. */
 #define _POSIX_C_SOURCE 200809L
 #include <ctype.h>
@@ -144,9 +144,6 @@ static rf_status_t make_dir(const char *path) {
  * (rf_compile_plan, the same options) the schedule pass asks for. */
 static rf_status_t build_package(const iree_args_t *a, const rf_mlp_weights_t *w, const char *hash,
                                  const char *desc, const char *dir) {
-    char kdir[4096];
-    RF_RETURN_IF_ERROR_PLAIN(
-        rf_cli_find_dir("RF_KERNELS_DIR", "python/rowfuse/kernels", "build.py", kdir, sizeof kdir));
     rf_compile_options_t o;
     rf_compile_options_default(&o);
     o.model = desc;
@@ -155,8 +152,7 @@ static rf_status_t build_package(const iree_args_t *a, const rf_mlp_weights_t *w
     o.rows = a->rows;
     o.target = a->target;
     o.sm_count = a->sms;
-    o.kernels_dir = kdir;
-    o.python = getenv("RF_PYTHON") && getenv("RF_PYTHON")[0] ? getenv("RF_PYTHON") : "python3";
+    o.python = rf_cli_python();
     return rf_compile_package(w, hash, &o, NULL);
 }
 
@@ -166,7 +162,7 @@ static rf_status_t run(const iree_args_t *a, const rf_mlp_weights_t *w, const ch
     char pkg[4200], ptxdir[4300], sched_flag[512], iree_flag[9000], cuda_flag[128];
     int stock = !strcmp(a->schedule, "stock"), ext = !strcmp(a->kernels, "extern");
     RF_RETURN_IF_ERROR_PLAIN(
-        rf_cli_find_dir("RF_MLIR_BIN_DIR", "build-mlir/bin", "rowfuse-opt", bindir, sizeof bindir));
+        rf_cli_find_tool_dir("RF_MLIR_BIN_DIR", "rowfuse-opt", bindir, sizeof bindir));
     snprintf(opt, sizeof opt, "%s/rowfuse-opt", bindir);
     const char *iree = getenv("RF_IREE_COMPILE");
     iree = iree && iree[0] ? iree : "iree-compile";

@@ -1,7 +1,7 @@
 /* `rowfuse lab MODEL -o DIR [...]`: the stock-compiler lab (a model through IREE, every
  * stage kept, indexed for `rowfuse inspect DIR`). torch.export, iree-turbine and
- * iree-compile are Python tools, so this execs `python -m rowfuse.lab` from rowfuse's
- * python/ folder with $RF_PYTHON (default python3); its exit status is the lab's. */
+ * iree-compile are Python tools, so this execs `python -m rowfuse.lab` with the
+ * interpreter of src/cli/paths.h; its exit status is the lab's. */
 #define _POSIX_C_SOURCE 200809L
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,7 +19,7 @@ int rf_cmd_lab(int argc, char **argv) {
             "lab", RF_ERR(RF_CODE_INVALID_ARGUMENT, "usage: rowfuse %s", rf_cli_synopsis("lab")));
     char *args[RF_LAB_MAX_ARGS];
     int n = 3;
-    rf_status_t st = rf_cli_python_module("rowfuse.lab", "rowfuse/lab/__main__.py", args);
+    rf_status_t st = rf_cli_python_module("rowfuse.lab", args);
     if (st)
         return rf_cli_report("lab", st);
     for (int i = 0; i < argc; i++)

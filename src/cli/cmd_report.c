@@ -1,7 +1,7 @@
 /* `rowfuse report RUN.json... -o DIR [--no-plot]`: merges benchmark runs (from
  * `rowfuse bench --c` and `python -m rowfuse.bench`) into a report: JSON, markdown tables
  * and a plot. Plots are Python's job (matplotlib), so this runs `python -m rowfuse.bench.report`
- * from rowfuse's python/ folder with $RF_PYTHON (default python3), in this process's place:
+ * with the interpreter of src/cli/paths.h, in this process's place:
  * its exit status is the report's (2 for a file that is not a benchmark run). */
 #define _POSIX_C_SOURCE 200809L
 #include <stdio.h>
@@ -20,7 +20,7 @@ int rf_cmd_report(int argc, char **argv) {
                                               rf_cli_synopsis("report")));
     char *args[RF_REPORT_MAX_ARGS];
     int n = 3;
-    rf_status_t st = rf_cli_python_module("rowfuse.bench.report", "rowfuse/bench/report.py", args);
+    rf_status_t st = rf_cli_python_module("rowfuse.bench.report", args);
     if (st)
         return rf_cli_report("report", st);
     for (int i = 0; i < argc; i++)

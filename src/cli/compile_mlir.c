@@ -1,10 +1,10 @@
 /* The package's MLIR (issue: the schedule pass in the pipeline): after `rowfuse compile`
  * built a package, the verified block's row contract goes into PKG/contract.mlir (written
- * by C from the graph, no Python), and where rowfuse-opt is built (build-mlir/bin, or
- * $RF_MLIR_BIN_DIR) the schedule pass runs on it with the plan's schedule and target:
- * PKG/scheduled.mlir. The pass asks the same planner (src/compile), so its kernels must be
- * the plan's kernels of that schedule, name for name: a difference is an error (the two
- * paths disagree), not a note. Without rowfuse-opt the package is complete and says so. */
+ * by C from the graph, no Python), and where rowfuse-opt is found ($RF_MLIR_BIN_DIR,
+ * beside rowfuse or on PATH; `make mlir` builds it) the schedule pass runs on it with the plan's
+ * schedule and target: PKG/scheduled.mlir. The pass asks the same planner (src/compile), so its
+ * kernels must be the plan's kernels of that schedule, name for name: a difference is an error (the
+ * two paths disagree), not a note. Without rowfuse-opt the package is complete and says so. */
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>
 #include <stdio.h>
@@ -67,8 +67,7 @@ rf_status_t rf_compile_package_mlir(const rf_plan_t *p, const rf_mlp_weights_t *
     snprintf(contract, sizeof contract, "%s/contract.mlir", dir);
     snprintf(scheduled, sizeof scheduled, "%s/scheduled.mlir", dir);
     RF_RETURN_IF_ERROR_PLAIN(rf_cli_write_contract(w, p->rows, desc, contract));
-    rf_status_t st =
-        rf_cli_find_dir("RF_MLIR_BIN_DIR", "build-mlir/bin", "rowfuse-opt", bindir, sizeof bindir);
+    rf_status_t st = rf_cli_find_tool_dir("RF_MLIR_BIN_DIR", "rowfuse-opt", bindir, sizeof bindir);
     if (st) { /* the MLIR build is optional: the package is complete without it */
         rf_status_free(st);
         return RF_OK;

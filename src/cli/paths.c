@@ -1,5 +1,5 @@
-/* rf_cli_find_dir: the CLI runs tools that live in the source tree (the kernel generator,
- * the Python report), so it looks for them relative to itself. */
+/* Finding the tools the CLI runs (paths.h): from the environment, this executable's own
+ * folder and PATH; never from a source tree. */
 #define _POSIX_C_SOURCE 200809L
 #include "paths.h"
 
@@ -8,59 +8,69 @@
 #include <string.h>
 #include <unistd.h>
 
-/* Writes "<dir>/<probe>" and checks it is readable; on success copies dir into buf. */
-static int rf_try_dir(const char *dir, const char *probe, char *buf, size_t size) {
-    char path[8192];
-    int n = snprintf(path, sizeof path, "%s/%s", dir, probe);
-    if (n < 0 || (size_t)n >= sizeof path || access(path, R_OK) != 0)
+/* This executable's folder into buf; 0 when /proc/self/exe cannot be read. */
+static int rf_exe_dir(char *buf, size_t size) {
+    ssize_t n = readlink("/proc/self/exe", buf, size - 1);
+    if (n <= 0 || (size_t)n >= size - 1)
         return 0;
-    n = snprintf(buf, size, "%s", dir);
+    buf[n] = '\0';
+    char *slash = strrchr(buf, '/');
+    if (!slash)
+        return 0;
+    *slash = '\0';
+    return 1;
+}
+
+/* 1 when "<dir>/<name>" is an executable file; then dir is copied into buf. */
+static int rf_dir_has(const char *dir, size_t dir_len, const char *name, char *buf, size_t size) {
+    char path[8192];
+    int n = snprintf(path, sizeof path, "%.*s/%s", (int)dir_len, dir, name);
+    if (n < 0 || (size_t)n >= sizeof path || access(path, X_OK) != 0)
+        return 0;
+    n = snprintf(buf, size, "%.*s", (int)dir_len, dir);
     return n > 0 && (size_t)n < size;
 }
 
-rf_status_t rf_cli_find_dir(const char *env, const char *subdir, const char *probe, char *buf,
-                            size_t size) {
+const char *rf_cli_python(void) {
+    static char python[8192];
+    const char *env = getenv("RF_PYTHON");
+    if (env && env[0])
+        return env;
+    char dir[4096], found[4096];
+    if (rf_exe_dir(dir, sizeof dir) &&
+        rf_dir_has(dir, strlen(dir), "python3", found, sizeof found)) {
+        int n = snprintf(python, sizeof python, "%s/python3", found);
+        if (n > 0 && (size_t)n < sizeof python)
+            return python;
+    }
+    return "python3";
+}
+
+rf_status_t rf_cli_find_tool_dir(const char *env, const char *name, char *buf, size_t size) {
     const char *from_env = getenv(env);
     if (from_env && from_env[0]) {
-        if (!rf_try_dir(from_env, probe, buf, size))
-            return RF_ERR(RF_CODE_NOT_FOUND, "%s='%s' holds no %s", env, from_env, probe);
+        if (!rf_dir_has(from_env, strlen(from_env), name, buf, size))
+            return RF_ERR(RF_CODE_NOT_FOUND, "%s='%s' holds no program %s", env, from_env, name);
         return RF_OK;
     }
-    char exe[4096], dir[8192];
-    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    if (n > 0) {
-        exe[n] = '\0';
-        char *slash = strrchr(exe, '/');
-        if (slash) {
-            *slash = '\0';
-            static const char *const ups[] = {"..", "../.."};
-            for (int i = 0; i < 2; i++) {
-                int m = snprintf(dir, sizeof dir, "%s/%s/%s", exe, ups[i], subdir);
-                if (m > 0 && (size_t)m < sizeof dir && rf_try_dir(dir, probe, buf, size))
-                    return RF_OK;
-            }
-        }
-    }
-    if (rf_try_dir(subdir, probe, buf, size))
+    char dir[4096];
+    if (rf_exe_dir(dir, sizeof dir) && rf_dir_has(dir, strlen(dir), name, buf, size))
         return RF_OK;
-    return RF_ERR(RF_CODE_NOT_FOUND, "cannot find %s/%s next to rowfuse; set %s", subdir, probe,
+    const char *path = getenv("PATH");
+    while (path && *path) {
+        size_t len = strcspn(path, ":");
+        if (len > 0 && rf_dir_has(path, len, name, buf, size))
+            return RF_OK;
+        path += len + (path[len] == ':');
+    }
+    return RF_ERR(RF_CODE_NOT_FOUND, "no %s beside rowfuse or on PATH; set %s to its folder", name,
                   env);
 }
 
-rf_status_t rf_cli_python_module(const char *module, const char *probe, char **args) {
-    char pydir[4096];
-    RF_RETURN_IF_ERROR_PLAIN(
-        rf_cli_find_dir("RF_PYTHON_DIR", "python", probe, pydir, sizeof pydir));
-    const char *old = getenv("PYTHONPATH");
-    size_t need = strlen(pydir) + (old ? strlen(old) + 1 : 0) + 1;
-    char *path = malloc(need);
-    if (!path)
-        return RF_ERR(RF_CODE_OUT_OF_MEMORY, "PYTHONPATH");
-    snprintf(path, need, "%s%s%s", pydir, old && old[0] ? ":" : "", old ? old : "");
-    setenv("PYTHONPATH", path, 1);
-    free(path);
-    const char *py = getenv("RF_PYTHON");
-    args[0] = (char *)(py && py[0] ? py : "python3");
+rf_status_t rf_cli_python_module(const char *module, char **args) {
+    if (!module || !module[0])
+        return RF_ERR(RF_CODE_INVALID_ARGUMENT, "no Python module named");
+    args[0] = (char *)rf_cli_python();
     args[1] = "-m";
     args[2] = (char *)module;
     return RF_OK;

@@ -1,4 +1,7 @@
-/* Finding rowfuse's own source folders (kernels/, python/) from the CLI. */
+/* The programs the CLI runs as tools: rowfuse's Python modules (the kernel generator, the
+ * report, plots, the lab) and rowfuse-opt. Nothing is looked up in a source tree: Python
+ * modules come from the interpreter that has the rowfuse package installed, programs from
+ * $ENV, this executable's folder or PATH. */
 #ifndef RF_CLI_PATHS_H
 #define RF_CLI_PATHS_H
 
@@ -6,16 +9,19 @@
 
 #include "rowfuse/status.h"
 
-/* Fills buf with the folder `subdir` (e.g. "kernels") that holds the file `probe`
- * (e.g. "build.py"): $<env> if set, else next to the executable's source tree
- * (build/rowfuse -> ../subdir, build/x/rowfuse -> ../../subdir), else ./subdir. */
-rf_status_t rf_cli_find_dir(const char *env, const char *subdir, const char *probe, char *buf,
-                            size_t size);
+/* The interpreter that runs rowfuse's Python modules: $RF_PYTHON if set, else the python3
+ * beside this executable (an install puts both in one bin/: a virtual environment or a
+ * prefix), else "python3" from PATH. The string lives until the process ends. */
+const char *rf_cli_python(void);
 
-/* Prepares running a module of rowfuse's Python package as a tool: finds the python/
- * folder (holding `probe`, e.g. "rowfuse/bench/report.py"; $RF_PYTHON_DIR overrides), puts it
- * first on PYTHONPATH, and fills args[0..2] with $RF_PYTHON (default python3), "-m" and
- * `module`. The caller appends its arguments after args[2] and a NULL. */
-rf_status_t rf_cli_python_module(const char *module, const char *probe, char **args);
+/* Fills buf with the folder holding the program `name` (e.g. "rowfuse-opt"): $<env> if set
+ * (NOT_FOUND when it holds no such program), else this executable's folder, else the first
+ * PATH entry that holds it; NOT_FOUND names env when none does. */
+rf_status_t rf_cli_find_tool_dir(const char *env, const char *name, char *buf, size_t size);
+
+/* Prepares running `python -m module` (a module of the installed rowfuse package): fills
+ * args[0..2] with rf_cli_python(), "-m" and `module`. The caller appends its arguments
+ * after args[2] and a NULL. */
+rf_status_t rf_cli_python_module(const char *module, char **args);
 
 #endif

@@ -63,14 +63,14 @@ static rf_status_t write_weights(const rf_mlp_weights_t *w, const char *dir, rf_
     return RF_OK;
 }
 
-/* Runs python/rowfuse/kernels/build.py on kernel_spec.json; it writes the kernels, the library and
- * kernels.json (facts) into the package. */
+/* Runs the kernel generator (the Python module rowfuse.kernels.build) on kernel_spec.json;
+ * it writes the kernels, the library and kernels.json (facts) into the package. */
 static rf_status_t run_generator(const rf_compile_options_t *o) {
-    char build_py[4096], spec[4096];
-    snprintf(build_py, sizeof build_py, "%s/build.py", o->kernels_dir ? o->kernels_dir : "kernels");
+    char spec[4096];
     snprintf(spec, sizeof spec, "%s/kernel_spec.json", o->out_dir);
     char *argv[] = {(char *)(o->python ? o->python : "python3"),
-                    build_py,
+                    "-m",
+                    "rowfuse.kernels.build",
                     "--spec",
                     spec,
                     "--out",

@@ -21,7 +21,7 @@
 # build/rowfuse), RF_MLIR_BIN_DIR (rowfuse-opt's folder), RF_PYTHON.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-export PYTHONPATH="$PWD/python:$PWD/examples${PYTHONPATH:+:$PYTHONPATH}"
+export PYTHONPATH="$PWD/examples${PYTHONPATH:+:$PYTHONPATH}"
 ROWFUSE=${RF_BIN:-build/rowfuse}
 PY=${RF_PYTHON:-python3}
 OUT=${OUT:-build-mlir/flow}

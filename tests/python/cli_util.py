@@ -1,4 +1,11 @@
-"""Helpers shared by the Python tests: run the rowfuse CLI and the exporter."""
+"""Helpers shared by the Python tests: run the rowfuse CLI and the exporter.
+
+The tests use rowfuse as installed (`make build` installs it into a virtual environment
+and runs pytest with its interpreter): the CLI is $RF_BIN, else the rowfuse beside this
+interpreter, else build/rowfuse; $ROWFUSE_LIB overrides the library the package loads. A
+source checkout without an install works too with PYTHONPATH=python and both variables.
+Test programs of the CMake build (rf_abi_layout) come from $RF_BUILD_DIR, else the folder
+of $RF_BIN, else build/."""
 
 from __future__ import annotations
 
@@ -8,12 +15,19 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-RF_BIN = os.environ.get("RF_BIN", str(ROOT / "build" / "rowfuse"))
+_BESIDE = Path(sys.executable).parent / "rowfuse"
+RF_BIN = os.environ.get("RF_BIN") or str(
+    _BESIDE if _BESIDE.exists() else ROOT / "build" / "rowfuse"
+)
+BUILD_DIR = Path(
+    os.environ.get("RF_BUILD_DIR")
+    or (Path(os.environ["RF_BIN"]).parent if os.environ.get("RF_BIN") else ROOT / "build")
+)
 
 
 def env() -> dict:
     e = dict(os.environ)
-    paths = [str(ROOT / "python"), str(ROOT / "examples"), str(ROOT / "tests" / "python")]
+    paths = [str(ROOT / "examples"), str(ROOT / "tests" / "python")]
     e["PYTHONPATH"] = os.pathsep.join(paths + [e.get("PYTHONPATH", "")])
     return e
 

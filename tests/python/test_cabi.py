@@ -7,12 +7,11 @@ from __future__ import annotations
 import ctypes
 import json
 import subprocess
-from pathlib import Path
 
-from cli_util import RF_BIN, rowfuse
+from cli_util import BUILD_DIR, rowfuse
 from rowfuse.capi import cabi, names
 
-LAYOUT = Path(RF_BIN).parent / "rf_abi_layout"
+LAYOUT = BUILD_DIR / "rf_abi_layout"
 
 
 def _c_layout() -> dict:

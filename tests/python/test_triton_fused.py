@@ -17,7 +17,6 @@ from rowfuse.bench import harness as bench
 from rowfuse.bench import triton_fused
 
 DEV_SHAPES = bench.parse_shapes(bench.DEV_SHAPES)
-PYTHON_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(__file__))), "python")
 
 
 @pytest.mark.parametrize("shape", DEV_SHAPES, ids=lambda s: "x".join(map(str, s)))
@@ -100,7 +99,6 @@ def test_kernel_in_the_interpreter_matches_the_reference():
     # hidden chunks that do not divide (40, 72, 100)
     shapes = [(5, 16, 32, 1), (33, 24, 40, 2), (17, 8, 72, 3), (70, 40, 100, 4)]
     env = dict(os.environ, TRITON_INTERPRET="1")
-    env["PYTHONPATH"] = PYTHON_DIR + os.pathsep + env.get("PYTHONPATH", "")
     proc = subprocess.run(
         [sys.executable, "-c", _INTERPRET, json.dumps(shapes)],
         capture_output=True,

@@ -5,20 +5,18 @@ and quantile that C and Python share (rowfuse/mlp.h, src/base/stats.c).
     verdict = clib.compare(y, case.ref, channels)        # the one pass rule
     clib.quantile(sorted_values, 0.5)
 
-The library is found from $ROWFUSE_LIB, else build*/librowfuse.so under the repository,
-else the loader path. Needs numpy, not torch and not a GPU.
+The library is $ROWFUSE_LIB, else the one installed with this package (rowfuse/_lib/).
+Needs numpy, not torch and not a GPU.
 """
 
 from __future__ import annotations
 
 import ctypes
-import glob
-import os
 from dataclasses import dataclass
 
 import numpy as np
 
-from rowfuse.capi import cabi
+from rowfuse.capi import cabi, locate
 
 _LIB = None
 
@@ -27,20 +25,12 @@ class RowfuseError(RuntimeError):
     """A C call failed; the message is the library's status message."""
 
 
-def library_path(env: str = "ROWFUSE_LIB", name: str = "librowfuse.so", sub: str = "") -> str:
-    """$env, else build/<sub>/<name> (then other build*/ folders but the sanitizer one)
-    under the repository, else the loader path."""
-    if os.environ.get(env):
-        return os.environ[env]
-    root = os.path.dirname(
-        os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    )
-    # build/ first: build-asan/ and build-fuzz/ hold sanitizer builds a plain Python
-    # process cannot load
-    found = [os.path.join(root, "build", sub, name)]
-    found += sorted(glob.glob(os.path.join(root, "build*", sub, name)))
-    found = [f for f in found if os.path.exists(f) and "/build-asan/" not in f]
-    return found[0] if found else name
+def library_path(env: str = "ROWFUSE_LIB", name: str = "librowfuse.so") -> str:
+    """$env, else the library installed with this package (rowfuse.capi.locate)."""
+    try:
+        return locate.library(env, name)
+    except locate.NotInstalled as e:
+        raise RowfuseError(str(e)) from None
 
 
 _STATUS_SIGS = {

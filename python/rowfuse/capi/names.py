@@ -1,4 +1,5 @@
-"""The names rowfuse's C side defines once (include/rowfuse/plan.h), read from the header.
+"""The names rowfuse's C side defines once (include/rowfuse/plan.h), read from the header
+(the copy installed with the package: rowfuse.capi.locate).
 
     from rowfuse.capi.names import SCHEDULES, KERNEL_MODES
 
@@ -9,15 +10,11 @@ hand-copied list. PLAN_VERSION is RF_PLAN_VERSION.
 
 from __future__ import annotations
 
-import os
 import re
 
-HEADER = os.path.join(
-    os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))),
-    "include",
-    "rowfuse",
-    "plan.h",
-)
+from rowfuse.capi import locate
+
+HEADER = locate.c_file("include", "rowfuse", "plan.h")
 
 
 def _x_list(text: str, macro: str) -> tuple[str, ...]:

@@ -21,7 +21,7 @@ the plan's mixed precision (rowfuse.capi.clib.reference) under two rules:
   flip moves; on 600 random inputs the ratio was over 2500 for IREE's modules.)
 
 With --model, the reference is also taken from the ONNX model itself (`rowfuse run --cpu
---precision mixed`, $RF_BIN or build/rowfuse) and must equal the contract's reference,
+--precision mixed`, $RF_BIN or the installed rowfuse) and must equal the contract's reference,
 which checks the weights the C driver wrote into the contract.
 """
 
@@ -37,6 +37,8 @@ import sys
 import tempfile
 
 import numpy as np
+
+from rowfuse.capi import locate
 
 # ---------------------------------------------------------------- the contract's weights
 
@@ -118,7 +120,7 @@ def reference(x, w) -> np.ndarray:
 
 def model_reference(model: str, x16: np.ndarray) -> np.ndarray:
     """`rowfuse run MODEL --cpu --precision mixed` on x (the interpreter on the ONNX graph)."""
-    rowfuse = os.environ.get("RF_BIN") or "build/rowfuse"
+    rowfuse = locate.cli()
     with tempfile.TemporaryDirectory() as tmp:
         xin, yout = os.path.join(tmp, "x.npy"), os.path.join(tmp, "y.npy")
         np.save(xin, x16.astype(np.float32))

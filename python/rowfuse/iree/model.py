@@ -64,6 +64,7 @@ import time
 
 import numpy as np
 
+from rowfuse.capi import locate
 from rowfuse.iree import block as iree_block
 
 TOKENS = 64
@@ -330,7 +331,7 @@ def build(
     save_weights(model, os.path.join(out, "weights.npz"))
     say("export the block (rowfuse.export)")
     export.export(_Block.of(model), None, TOKENS, os.path.join(out, "block.onnx"))
-    rowfuse = os.environ.get("RF_BIN") or "build/rowfuse"
+    rowfuse = locate.cli()
     cmd = [rowfuse, "iree", os.path.join(out, "block.onnx"), "--schedule", schedule]
     cmd += ["--device", device, "--function", FUNCTION, "-o", os.path.join(out, "block")]
     cmd += ["--kernels", kernels] if kernels else []

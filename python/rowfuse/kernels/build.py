@@ -30,9 +30,8 @@ import sys
 import tempfile
 import time
 
+from rowfuse.capi import locate
 from rowfuse.capi.names import PLAN_VERSION as SPEC_VERSION
-
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 
 SPEC_FORMAT = "rowfuse-kernel-spec"
 HOST_TRIPLE = "x86_64-unknown-linux-gnu"
@@ -238,7 +237,7 @@ def write_table(pkg: str, spec: dict) -> str:
     lines += [f"#define RF_PKG_FAULT_{f.upper()} 1" for f in faults]
     with open(os.path.join(pkg, "rf_pkg_table.h"), "w") as f:
         f.write("\n".join(lines) + "\n")
-    shutil.copy(os.path.join(REPO, "src", "pkg", "rf_pkg_shim.c"), pkg)
+    shutil.copy(locate.c_file("src", "pkg", "rf_pkg_shim.c"), pkg)
     return os.path.join(pkg, "rf_pkg_table.h")
 
 
@@ -339,7 +338,7 @@ def main(argv: list[str] | None = None) -> int:
     shutil.copy(dsl_runtime_lib(), os.path.join(pkg, "lib", "libcuda_dialect_runtime_static.a"))
     inc = os.path.join(pkg, "include", "rowfuse")
     os.makedirs(inc, exist_ok=True)
-    shutil.copy(os.path.join(REPO, "include", "rowfuse", "kernel_abi.h"), inc)
+    shutil.copy(locate.c_file("include", "rowfuse", "kernel_abi.h"), inc)
     link = write_link_script(pkg, [k["files"]["object"] for k in facts["kernels"]])
     if a.link == "so":
         subprocess.run(["sh", link, _cuda_home()], check=True)
