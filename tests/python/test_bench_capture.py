@@ -151,7 +151,7 @@ def test_gpu_wrong_stream_refused(fault):
 def test_gpu_bench_refuses_planted_peer(fault, tmp_path):
     out = tmp_path / "run.json"
     cmd = [sys.executable, "-m", "rowfuse.bench", "--shapes", "49x48x96", "--seed", "1"]
-    cmd += ["--variants", "torch-eager", "--rounds", "1", "--obs", "5", "--span-replays", "1"]
+    cmd += ["--variants", "torch-eager", "--rounds", "1", "--obs", "5", "--control-obs", "0"]
     cmd += ["--b2b-replays", "1", "--b2b-samples", "1", "--plant-fault", fault, "-o", str(out)]
     r = subprocess.run(cmd, capture_output=True, text=True, timeout=600, env=env())
     print(r.stderr[-2000:])

@@ -119,6 +119,61 @@ def test_cli_rejects_unknown_variant():
         bench.main(["--shapes", "49x48x96", "--variants", "triton-fused,cublas"])
 
 
+def test_cli_lists_xla_and_rejects_bad_timing_options():
+    assert "xla" in bench.VARIANT_NAMES
+    with pytest.raises(SystemExit, match="unknown cublas .known: torch-eager, .*, xla"):
+        bench.main(["--shapes", "49x48x96", "--variants", "xla,cublas"])
+    with pytest.raises(SystemExit, match="--control-obs and --compile-budget-s must be >= 0"):
+        bench.main(["--shapes", "49x48x96", "--control-obs", "-1"])
+    with pytest.raises(
+        SystemExit, match="--compile-candidates: unknown fp16-first .known: mm-fp32"
+    ):
+        bench.main(["--shapes", "49x48x96", "--compile-candidates", "mm-fp32,fp16-first"])
+
+
+def test_xla_missing_is_a_failed_row_only_when_asked(monkeypatch):
+    """Without jax the XLA peer is left out of a plain run, and is a FAILED row naming the
+    reason when --variants asked for it."""
+    from rowfuse.bench import xla
+
+    why = "jax not installed or not importable (ModuleNotFoundError: No module named 'jax')"
+    monkeypatch.setattr(xla, "available", lambda: why)
+    assert bench._xla_variant((), (49, 48, 96), asked=False) is None
+    v = bench._xla_variant((), (49, 48, 96), asked=True)
+    assert v.name == "xla" and v.launch is None and v.note == why and v.kind == "foreign"
+
+
+def test_xla_block_matches_the_reference_on_the_cpu():
+    """jax.jit of the block (on jax's CPU backend where there is no GPU) passes the one
+    comparison rule; the same block with X W1 rounded to fp16 before b1 fails it."""
+    jax = pytest.importorskip("jax")
+    import jax.numpy as jnp
+    from rowfuse.bench import xla
+    from rowfuse.capi import clib
+
+    seed = 5
+    print(f"seed {seed}")
+    c = clib.mlp_case(1024, 64, 256, seed)
+    args = (c.x, c.w1, c.b1, c.w2, c.b2)
+    y = np.asarray(jax.jit(xla.block_fn())(*args), dtype=np.float32)
+    assert clib.compare(y, c)["passed"]
+
+    def rounded(x, w1, b1, w2, b2):
+        a = jnp.matmul(x, w1, preferred_element_type=jnp.float32).astype(jnp.float16)
+        h = jnp.maximum(a.astype(jnp.float32) + b1, 0.0).astype(jnp.float16)
+        t = jnp.matmul(h, w2, preferred_element_type=jnp.float32) + b2 + x.astype(jnp.float32)
+        return jnp.maximum(t, 0.0)
+
+    assert not clib.compare(np.asarray(jax.jit(rounded)(*args), dtype=np.float32), c)["passed"]
+    # the bench's wrapper: compiled once ahead of time, its output as the check reads it
+    blk = xla.XlaBlock(*args, platform="cpu")
+    assert clib.compare(blk.output(), c)["passed"]
+    t = blk.tuning()
+    assert (
+        t["jax"] == jax.__version__ and t["compile_s"] >= 0 and "preferred_element" in t["method"]
+    )
+
+
 def test_torch_binding_rejects_bad_inputs_without_a_gpu():
     torch = pytest.importorskip("torch")
     from rowfuse import torch as rt

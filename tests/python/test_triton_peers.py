@@ -1,54 +1,156 @@
 """How the bench brings its Python peers to full strength, without a GPU: torch.compile's
-two fresh compiles (the faster kept, both recorded, a failed one recorded and survived),
-the fresh code objects that keep each compile apart, and the report's "Peer tuning"
-section built from the runs' tuning records (Triton's chosen configuration, the two
-compiles, cuBLASLt's note)."""
+candidates (formulation x Inductor settings: the fastest checked one kept by the published
+metric, every one recorded, a failed compile or check recorded and never kept, the budget
+honoured), the exact formulations against rowfuse's comparison rule (and the fp16-first
+one that computes another function rejected by it), the fresh code objects that keep each
+compile apart, and the report's "Peer tuning" section built from the runs' tuning records
+(Triton's chosen configuration, torch.compile's candidates or older runs' two compiles,
+XLA, cuBLASLt's note)."""
 
 import numpy as np
 import pytest
 from rowfuse.bench import harness as bench
-from rowfuse.bench import report
+from rowfuse.bench import inductor, report
 
 
-def _fake_compile(times, fail=()):
-    """A compile_fn that returns a callable tagged with its index, or raises."""
-    calls = []
+class _Fake:
+    """compile_fn / check / measure for inductor.choose without a GPU: candidate i returns
+    i when called; spans[i] is its span, fail_compile / fail_check name candidates that
+    break there; `clock` advances by compile_s[i] per compile (the budget's clock)."""
 
-    def compile_fn(mode, fn, call_args):
-        i = len(calls)
-        calls.append((mode, fn.__code__.co_name))
-        if i in fail:
+    def __init__(self, spans, fail_compile=(), fail_check=(), compile_s=None):
+        self.spans, self.fail_compile, self.fail_check = spans, fail_compile, fail_check
+        self.compile_s = compile_s or [0.0] * len(spans)
+        self.compiled, self.checked, self.measured = [], [], []
+
+    def compile_fn(self, mode, fn, call_args, patch):
+        i = len(self.compiled)
+        self.compiled.append((mode, fn.__code__.co_name, dict(patch)))
+        _CLOCK[0] += self.compile_s[i]
+        if i in self.fail_compile:
             raise RuntimeError(f"compile {i} broke\nsecond line")
-        return lambda *a, i=i: i
+        return lambda *a, i=i: _CALLED.append(i)
 
-    def time_us(f):
-        return times[f()]
+    def check(self, call):
+        _CALLED.clear()
+        call()
+        (i,) = _CALLED
+        self.checked.append(i)
+        return "0.9 steps off" if i in self.fail_check else None
 
-    return compile_fn, time_us, calls
-
-
-def test_compile_twice_keeps_the_faster_and_records_both():
-    compile_fn, time_us, calls = _fake_compile([7.5, 5.0])
-    fn, rec = bench.compile_twice("max-autotune-no-cudagraphs", (), time_us, compile_fn)
-    assert fn() == 1
-    assert rec["mode"] == "max-autotune-no-cudagraphs"
-    assert [r["graph_us"] for r in rec["compiles"]] == [7.5, 5.0]
-    assert rec["chosen"] == 1 and rec["spread"] == 1.5
-    # each compile got a code object of its own
-    assert [c[1] for c in calls] == ["_compiled_block_0", "_compiled_block_1"]
-
-
-def test_compile_twice_survives_one_failure_and_reports_two():
-    compile_fn, time_us, _ = _fake_compile([3.0, 4.0], fail={0})
-    fn, rec = bench.compile_twice("m", (), time_us, compile_fn)
-    assert fn() == 1 and rec["chosen"] == 1 and "spread" not in rec
-    assert rec["compiles"][0]["error"] == "RuntimeError: compile 0 broke"
-    compile_fn, time_us, _ = _fake_compile([3.0, 4.0], fail={0, 1})
-    fn, rec = bench.compile_twice("m", (), time_us, compile_fn)
-    assert fn is None and "chosen" not in rec and len(rec["compiles"]) == 2
+    def measure(self, calls):
+        out = []
+        for call in calls:
+            _CALLED.clear()
+            call()
+            self.measured.append(_CALLED[0])
+            out.append(self.spans[_CALLED[0]])
+        return out
 
 
-def test_fresh_blocks_compute_the_block_with_their_own_code():
+_CALLED: list = []
+_CLOCK = [0.0]
+
+
+@pytest.fixture
+def clock(monkeypatch):
+    _CLOCK[0] = 0.0
+    monkeypatch.setattr(inductor.time, "perf_counter", lambda: _CLOCK[0])
+    return _CLOCK
+
+
+def _choose(fake, budget=1e9, only=None):
+    return inductor.choose(
+        "max-autotune-no-cudagraphs", (), fake.check, fake.measure, budget, fake.compile_fn, only
+    )
+
+
+def test_choose_keeps_the_fastest_span_and_records_every_candidate(clock):
+    spans = [7.5, 5.0, 6.0, 4.25, 9.0]
+    fake = _Fake(spans)
+    fn, rec = _choose(fake)
+    assert rec["chosen"] == 3 and rec["chosen_name"] == inductor.CANDIDATE_NAMES[3]
+    assert rec["chosen_us"] == 4.25
+    assert [r["span_us"] for r in rec["candidates"]] == spans
+    assert [r["name"] for r in rec["candidates"]] == inductor.CANDIDATE_NAMES
+    # every candidate compiled under its own code object with its own settings
+    assert len({c[1] for c in fake.compiled}) == len(spans)
+    assert [c[2] for c in fake.compiled] == [c[2] for c in inductor.CANDIDATES]
+    _CALLED.clear()
+    fn()
+    assert _CALLED == [3]
+    assert rec["metric"].startswith("graph-replay GPU span")
+
+
+def test_choose_never_keeps_a_candidate_that_fails_its_check_or_compile(clock):
+    # the fastest fails its check, the next fastest fails to compile
+    fake = _Fake([7.0, 6.0, 5.0, 1.0, 2.0], fail_compile={4}, fail_check={3})
+    fn, rec = _choose(fake)
+    runs = rec["candidates"]
+    assert runs[3]["error"] == "check: 0.9 steps off" and "span_us" not in runs[3]
+    assert runs[4]["error"] == "RuntimeError: compile 4 broke" and "span_us" not in runs[4]
+    assert rec["chosen"] == 2 and fake.measured == [0, 1, 2]
+    fake = _Fake([1.0, 1.0], fail_check={0, 1})
+    fn, rec = _choose(fake, only=set(inductor.CANDIDATE_NAMES[:2]))
+    assert fn is None and "chosen" not in rec and fake.measured == []
+
+
+def test_choose_honours_the_budget_but_always_runs_the_first_two(clock):
+    fake = _Fake([3.0, 2.0, 1.0, 1.0, 1.0], compile_s=[30.0, 30.0, 30.0, 30.0, 30.0])
+    fn, rec = _choose(fake, budget=45.0)
+    runs = rec["candidates"]
+    assert [("skipped" in r) for r in runs] == [False, False, True, True, True]
+    assert runs[2]["skipped"] == "compile budget of 45 s spent"
+    assert rec["chosen"] == 1 and len(fake.compiled) == 2
+    fake = _Fake([3.0, 2.0, 1.0, 1.0, 1.0], compile_s=[10.0] * 5)
+    _, rec = _choose(fake, budget=25.0)
+    assert [("skipped" in r) for r in rec["candidates"]] == [False, False, False, True, True]
+
+
+def test_choose_only_the_named_candidates(clock):
+    fake = _Fake([2.0, 1.0])
+    _, rec = _choose(fake, only={"mm-fp32", "addmm-fp32+cd"})
+    assert [r["name"] for r in rec["candidates"]] == ["mm-fp32", "addmm-fp32+cd"]
+    assert rec["chosen_name"] == "addmm-fp32+cd"
+
+
+def _case(shape, seed):
+    torch = pytest.importorskip("torch")
+    from rowfuse.capi import clib
+
+    c = clib.mlp_case(*shape, seed)
+    return c, [torch.from_numpy(a) for a in (c.x, c.w1, c.b1, c.w2, c.b2)]
+
+
+@pytest.mark.parametrize(
+    "shape", [(49, 48, 96), (1024, 64, 256)], ids=lambda s: "x".join(map(str, s))
+)
+def test_exact_formulations_pass_and_fp16_first_fails(shape):
+    """Each candidate formulation (its CPU form: the same products in fp32, where cuBLAS's
+    fp32-output GEMMs have no CPU kernel) passes rowfuse's comparison rule; rounding X W1
+    to fp16 before adding b1 computes another function and fails it, by more than a step,
+    at the reference shape and at a held-out shape with C = 64."""
+    import torch
+    from rowfuse.capi import clib
+
+    seed = 11
+    print(f"seed {seed}")
+    c, t = _case(shape, seed)
+    for name, fn in inductor.FORMULATIONS.items():
+        y = torch.empty(shape[0], shape[1])
+        fn(*t, y)
+        verdict = clib.compare(y.numpy(), c)
+        assert verdict["passed"], (name, verdict["message"])
+    y = torch.empty(shape[0], shape[1])
+    bench.torch_eager_block(*t, y)
+    assert clib.compare(y.numpy(), c)["passed"]
+    y = torch.empty(shape[0], shape[1])
+    inductor.rounded_first(*t, y)
+    verdict = clib.compare(y.numpy(), c)
+    assert not verdict["passed"] and verdict["steps"] > 1.0, verdict["message"]
+
+
+def test_fresh_code_computes_the_formulation_with_its_own_code():
     torch = pytest.importorskip("torch")
     rng = np.random.default_rng(3)
     x = torch.from_numpy(rng.uniform(-1, 1, (5, 8)).astype(np.float16))
@@ -57,15 +159,16 @@ def test_fresh_blocks_compute_the_block_with_their_own_code():
     w2 = torch.from_numpy(rng.uniform(-1, 1, (16, 8)).astype(np.float16))
     b2 = torch.from_numpy(rng.uniform(-0.5, 0.5, 8).astype(np.float32))
     want = torch.empty(5, 8)
-    bench._compiled_block(x, w1, b1, w2, b2, want)
-    codes = set()
-    for tag in (0, 1):
-        fn = bench._fresh_block(tag)
+    inductor.mm_fp32(x, w1, b1, w2, b2, want)
+    fns = []  # kept alive, so that no code object's id is reused
+    for name, form, _ in inductor.CANDIDATES:
+        fn = inductor.fresh_code(inductor.FORMULATIONS[form], name)
         got = torch.empty(5, 8)
         fn(x, w1, b1, w2, b2, got)
-        assert torch.equal(got, want)
-        codes.add(id(fn.__code__))
-    assert len(codes | {id(bench._compiled_block.__code__)}) == 3
+        assert torch.allclose(got, want, rtol=1e-6, atol=1e-6)
+        fns.append(fn)
+    codes = {id(f.__code__) for f in fns} | {id(f.__code__) for f in inductor.FORMULATIONS.values()}
+    assert len(codes) == len(fns) + len(inductor.FORMULATIONS)
 
 
 def _doc(variants):
@@ -106,3 +209,36 @@ def test_report_renders_each_peers_tuning():
     assert "49x48x96, cuBLASLt (C) + graph: tuned at 49 rows" in text
     assert "PyTorch eager" not in text
     assert report.render_tuning([_doc([eager])]) == []
+
+
+def test_report_renders_compile_candidates_and_xla():
+    compiled = {
+        "name": "torch-compile",
+        "label": "torch.compile + graph",
+        "tuning": {
+            "mode": "max-autotune-no-cudagraphs",
+            "metric": "graph-replay GPU span (CUPTI), median",
+            "candidates": [
+                {"name": "mm-fp32", "compile_s": 12.5, "span_us": 6.4},
+                {"name": "mm-fp32+cd", "compile_s": 9.0, "span_us": 5.9},
+                {"name": "upcast-tf32+cd", "compile_s": 3.0, "error": "check: 2 steps"},
+                {"name": "addmm-fp32+cd", "skipped": "compile budget of 40 s spent"},
+            ],
+            "chosen": 1,
+            "chosen_name": "mm-fp32+cd",
+            "chosen_us": 5.9,
+        },
+    }
+    xla = {
+        "name": "xla",
+        "label": "XLA (jax.jit)",
+        "tuning": {"jax": "0.11.0", "xla_flags": "(none)", "compile_s": 0.8, "kernels": 3},
+    }
+    text = "\n".join(report.render_tuning([_doc([compiled, xla])]))
+    assert "mm-fp32 (12.5 s, 6.40 us), mm-fp32+cd (9.0 s, 5.90 us)" in text
+    assert "upcast-tf32+cd (3.0 s, check: 2 steps)" in text
+    assert "addmm-fp32+cd (compile budget of 40 s spent); kept mm-fp32+cd" in text
+    assert "by graph-replay GPU span (CUPTI), median" in text
+    assert "XLA (jax.jit): jax 0.11.0, XLA's defaults" in text and "3 kernel(s) per call" in text
+    compiled["tuning"].pop("chosen_name")
+    assert "; none kept" in "\n".join(report.render_tuning([_doc([compiled])]))

@@ -11,20 +11,28 @@ NaN, the graph replayed, and the output must pass the one comparison rule (rowfu
 through librowfuse.so) against the CPU reference in the plan's mixed precision. Inputs
 come from the one seeded generator C uses (rowfuse.capi.clib.mlp_case), so a seed means
 the same numbers in both.
-Then, interleaving the variants, 5 rounds x 200 observations of (a) the CUDA-event
-interval around a replay and (b) host completion (host clock from just before the launch
-call to the return of the synchronize); (c) the GPU span of one replay from CUPTI activity
-records (torch.profiler), over --span-replays (20) separate synchronized replays after the
-timed rounds, with the profiler off while timing (method.span_source "separate-replays";
-the C host takes its span over the timed observations themselves); (d) back-to-back: N
-replays between two events, over N. Each variant is also timed launched eagerly (no
-graph). Writes JSON (schema rowfuse-bench/1), and prints the markdown table of
-rowfuse.bench.report at the end.
+
+Then, as the C host does: 5 rounds x 200 observations per variant, the variants of each
+observation in a seeded shuffled order, with CUPTI recording (torch.profiler, CUDA
+activity) while they are timed: (a) the CUDA-event interval around a replay, (b) host
+completion (host clock from just before the launch call to the return of the
+synchronize), and (c) the GPU span of that very replay, its CUPTI kernel records
+attributed to it by correlation id (src/base/span_attr.c through librowfuse.so;
+rowfuse.bench.spans). A control round of --control-obs observations with CUPTI off gives
+(a) and (b) without it (event_us_no_cupti, host_us_no_cupti). Then the eager launches
+(no graph, CUPTI off) and (d) back-to-back: N replays between two events, over N. Writes
+JSON (schema rowfuse-bench/1, method.span_source "timed-observations"), and prints the
+markdown table of rowfuse.bench.report at the end.
 
 Variants (the Python host's own table, with its own floor): empty (floor), PyTorch eager,
-torch.compile (max-autotune-no-cudagraphs, the faster of two fresh compiles) and a
-hand-written Triton fused kernel autotuned per shape (rowfuse.bench.triton_fused.tune); each
-peer's tuning is recorded in its result's "tuning".
+torch.compile (the fastest of several exact formulations and Inductor settings,
+rowfuse.bench.inductor), a hand-written Triton fused kernel autotuned per shape on the
+published metric (rowfuse.bench.triton_fused.tune) and XLA (jax.jit, rowfuse.bench.xla;
+run when jax imports, a FAILED row when asked for by --variants and it does not). XLA
+launches on its own stream: no graph of ours, no CUDA events around it (its event
+interval is "-"), its output checked as returned (nothing to poison), its span from the
+CUPTI records of the same interleaved observations that are not our graph replays ("order"
+attribution). Each peer's tuning is recorded in its result's "tuning".
 rowfuse's variants and cuBLASLt run from C (`rowfuse bench --c`), whose host costs differ;
 the report keeps the two tables apart. A variant that cannot run is recorded with the
 reason, never dropped silently.
@@ -36,13 +44,13 @@ the C one (src/base/stats.c).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime
 import json
 import math
 import os
 import subprocess
 import sys
-import tempfile
 import time
 
 SCHEMA = "rowfuse-bench/1"
@@ -54,6 +62,7 @@ VARIANTS = [
     ("torch-eager", "PyTorch eager + graph", "torch"),
     ("torch-compile", "torch.compile + graph", "torch"),
     ("triton-fused", "Triton fused + graph", "triton"),
+    ("xla", "XLA (jax.jit)", "jax"),
 ]
 VARIANT_NAMES = [v[0] for v in VARIANTS]
 
@@ -150,23 +159,17 @@ def make_inputs(rows: int, channels: int, hidden: int, seed: int):
 
 class Variant:
     """One way of computing the block: `launch()` enqueues it on torch's current stream
-    and writes `y` (None for the empty floor)."""
+    and writes `y` (None for the empty floor). kind "graph": replayed from a CUDA graph of
+    ours; "foreign": launched by another runtime on its own stream (XLA), one observation
+    being the call and its wait, its output from `output()`."""
 
-    def __init__(self, name, label, launch, y, note=""):
+    def __init__(self, name, label, launch, y, note="", kind="graph", output=None):
         self.name, self.label, self.launch, self.y, self.note = name, label, launch, y, note
+        self.kind, self.output = kind, output
         self.kernels_min = 1  # kernel nodes its captured graph must hold
+        self.kernels = None  # kernels per observation (graph nodes, or calibrated)
         self.graph = None
         self.result = {"name": name, "label": label, "note": note}
-
-
-def _mm32(a, b):
-    """fp16 operands, fp32 output: cuBLAS with an fp32 result on the GPU (out_dtype); on the
-    CPU, where that overload does not exist, the same products in fp32 (tests)."""
-    import torch
-
-    if a.is_cuda:
-        return torch.mm(a, b, out_dtype=torch.float32)
-    return torch.mm(a.float(), b.float())
 
 
 def torch_eager_block(x, w1, b1, w2, b2, y):
@@ -176,92 +179,23 @@ def torch_eager_block(x, w1, b1, w2, b2, y):
     first and compute another function, which the gate rejects)."""
     import torch
 
+    from rowfuse.bench.inductor import _mm32
+
     h = torch.relu(_mm32(x, w1) + b1).half()
     t = _mm32(h, w2) + b2 + x.float()
     torch.clamp(t, min=0.0, out=y)  # ReLU into the caller's buffer (relu has no out=)
 
 
-def _compiled_block(x, w1, b1, w2, b2, y):
-    import torch
-
-    h = torch.relu(_mm32(x, w1) + b1).half()
-    y.copy_(torch.relu(_mm32(h, w2) + b2 + x.float()))
-
-
-def _fresh_block(tag: int):
-    """`_compiled_block` under a code object of its own. Dynamo keeps compiled code per code
-    object, so torch.compile of a fresh copy compiles anew while the earlier copy stays
-    compiled and callable (torch._dynamo.reset() would throw the first compile away)."""
-    import types
-
-    name = f"_compiled_block_{tag}"
-    code = _compiled_block.__code__.replace(co_name=name, co_qualname=name)
-    return types.FunctionType(code, _compiled_block.__globals__, name)
-
-
-def _compile_fresh(mode: str, fn, call_args):
-    """torch.compile(fn) and its first call (where Inductor compiles and, in the
-    max-autotune modes, benchmarks its choices) with Inductor's caches off and a fresh
-    cache directory, so the autotuning really runs again."""
-    import contextlib
-
-    import torch
-
-    try:
-        from torch._inductor.utils import fresh_cache
-    except ImportError:  # older torch: the config switch alone
-        fresh_cache = contextlib.nullcontext
-    with fresh_cache(), torch._inductor.config.patch(force_disable_caches=True):
-        compiled = torch.compile(fn, mode=mode, dynamic=False)
-        compiled(*call_args)
-        torch.cuda.synchronize()
-    return compiled
-
-
-def compile_twice(mode: str, call_args, time_us, compile_fn=_compile_fresh, fresh_fn=_fresh_block):
-    """Two fresh compiles of the block (max-autotune picks can differ from one compile to
-    the next): each one's compile time and its per-call time in a CUDA graph
-    (`time_us(fn)`); the faster is kept. Returns (callable or None, record)."""
-    runs, fns = [], []
-    for i in range(2):
-        t0 = time.perf_counter()
-        try:
-            compiled = compile_fn(mode, fresh_fn(i), call_args)
-            compile_s = time.perf_counter() - t0
-            us = time_us(lambda c=compiled: c(*call_args))
-            runs.append({"compile_s": round(compile_s, 2), "graph_us": round(us, 3)})
-            fns.append(compiled)
-        except Exception as e:  # recorded; the other compile may still serve
-            first = (str(e).strip().splitlines() or [""])[0][:200]
-            runs.append(
-                {
-                    "compile_s": round(time.perf_counter() - t0, 2),
-                    "error": f"{type(e).__name__}: {first}",
-                }
-            )
-            fns.append(None)
-    rec = {
-        "mode": mode,
-        "method": "two fresh compiles (own code object, Inductor caches off), each timed as "
-        "the median per call of a CUDA graph of back-to-back calls; the faster kept",
-        "compiles": runs,
-    }
-    ok = [i for i, f in enumerate(fns) if f is not None]
-    if not ok:
-        return None, rec
-    best = min(ok, key=lambda i: runs[i]["graph_us"])
-    rec["chosen"] = best
-    if len(ok) == 2:
-        a, b = runs[0]["graph_us"], runs[1]["graph_us"]
-        rec["spread"] = round(max(a, b) / min(a, b), 3) if min(a, b) > 0 else None
-    return fns[best], rec
+def wanted_variants(args) -> set | None:
+    """The peers --variants names (None: every peer; XLA then only where jax imports)."""
+    return set(args.variants.split(",")) if getattr(args, "variants", None) else None
 
 
 def build_variants(args, shape, dev, cpu_inputs, ref=None):
     """The Python host's variants on device copies of the inputs: the floor, PyTorch eager
-    as users run it, torch.compile (best of two fresh compiles) and the Triton fused kernel
+    as users run it, torch.compile (the fastest checked candidate), the Triton fused kernel
     (autotuned for the shape; with `ref` every configuration must pass the check before it
-    may be chosen). The peers' tuning goes into each variant's result["tuning"]."""
+    may be chosen) and XLA. The peers' tuning goes into each variant's result["tuning"]."""
     import torch
 
     from rowfuse.bench import triton_fused
@@ -276,7 +210,7 @@ def build_variants(args, shape, dev, cpu_inputs, ref=None):
     out.append(Variant("empty", VARIANTS[0][1], triton_fused.empty, None))
     # --variants: only the named peers (the floor always), so that what runs before each
     # observation is one of them
-    chosen = set(args.variants.split(",")) if getattr(args, "variants", None) else None
+    chosen = wanted_variants(args)
 
     def wanted(name):
         return chosen is None or name in chosen
@@ -298,41 +232,74 @@ def build_variants(args, shape, dev, cpu_inputs, ref=None):
             )
         )
     if wanted("torch-compile"):
-        out.append(_compile_variant(args, x, w1, b1, w2, b2, ybuf(), shape))
+        out.append(_compile_variant(args, x, w1, b1, w2, b2, ybuf(), shape, ref))
     if wanted("triton-fused"):
         out.append(_triton_variant(x, w1, b1, w2, b2, ybuf(), ref, shape))
+    xv = _xla_variant(cpu_inputs, shape, asked=chosen is not None and "xla" in chosen)
+    if xv is not None and wanted("xla"):
+        out.append(xv)
     return out
 
 
-def _compile_variant(args, x, w1, b1, w2, b2, y, shape):
-    """torch.compile of the block, the faster of two fresh compiles."""
-    from rowfuse.bench import triton_fused
+def _check_call(call, y, case) -> str | None:
+    """None when `call` writes into a NaN-poisoned y an output that passes the comparison
+    rule, else the reason (for the compile candidates: checked before they may be kept)."""
+    import torch
+
+    from rowfuse.capi import clib
+
+    if case is None:
+        return None
+    y.fill_(float("nan"))
+    call()
+    torch.cuda.synchronize()
+    verdict = clib.compare(y.cpu().numpy(), case)
+    return None if verdict["passed"] else verdict["message"]
+
+
+def _compile_variant(args, x, w1, b1, w2, b2, y, shape, case=None):
+    """torch.compile of the block: the fastest checked candidate (rowfuse.bench.inductor)."""
+    from rowfuse.bench import inductor
 
     rows, channels, hidden = shape
     t0 = time.perf_counter()
-    compiled, rec = compile_twice(
-        args.compile_mode, (x, w1, b1, w2, b2, y), triton_fused.time_graph_us
+    only = set(args.compile_candidates.split(",")) if args.compile_candidates else None
+    compiled, rec = inductor.choose(
+        args.compile_mode,
+        (x, w1, b1, w2, b2, y),
+        lambda call: _check_call(call, y, case),
+        lambda calls: inductor.measure_spans(calls, graph_kernel_nodes),
+        args.compile_budget_s,
+        only=only,
     )
     if compiled is None:
-        errors = "; ".join(r.get("error", "") for r in rec["compiles"])
+        errors = "; ".join(
+            f"{r['name']}: {r.get('error', r.get('skipped', '?'))}" for r in rec["candidates"]
+        )
+        errors = rec.get("error") or errors
         v = Variant("torch-compile", VARIANTS[2][1], None, None, note=f"compile failed: {errors}")
     else:
+        tried = [r for r in rec["candidates"] if "span_us" in r]
         v = Variant(
             "torch-compile",
             VARIANTS[2][1],
-            lambda y=y, c=compiled: c(x, w1, b1, w2, b2, y),
+            compiled,
             y,
-            note=f"mode {args.compile_mode}, the faster of two fresh compiles "
-            f"(#{rec['chosen'] + 1}; spread {rec.get('spread')})",
+            note=f"mode {args.compile_mode}, {rec['chosen_name']}: the fastest of "
+            f"{len(tried)} checked candidates ({rec['chosen_us']:.2f} us span)",
         )
     v.result["compile_s"] = round(time.perf_counter() - t0, 2)
     v.result["tuning"] = rec
-    progress(f"{rows}x{channels}x{hidden}: torch-compile: {v.note} ({rec['compiles']})")
+    progress(f"{rows}x{channels}x{hidden}: torch-compile: {v.note}")
+    for r in rec["candidates"]:
+        what = r.get("error") or r.get("skipped") or f"{r.get('span_us', '?')} us"
+        progress(f"  {r['name']}: {r.get('compile_s', '-')} s compile, {what}")
     return v
 
 
 def _triton_variant(x, w1, b1, w2, b2, y, ref, shape):
-    """The hand-written Triton fused kernel, autotuned for the shape."""
+    """The hand-written Triton fused kernel, autotuned for the shape on the published
+    metric (the GPU span of a graph replay)."""
     from rowfuse.bench import triton_fused
 
     rows, channels, hidden = shape
@@ -344,13 +311,48 @@ def _triton_variant(x, w1, b1, w2, b2, y, ref, shape):
             VARIANTS[3][1],
             lambda y=y, c=cfg: triton_fused.launch(c, x, w1, b1, w2, b2, y),
             y,
-            note=f"autotuned: {rec['chosen_label']}, fastest of {rec['timed']} timed "
-            f"({rec['space']} in the space, {rec['compiled']} compiled)",
+            note=f"autotuned on the graph-replay span: {rec['chosen_label']}, fastest of "
+            f"{rec['timed']} timed ({rec['space']} in the space, {rec['compiled']} compiled)",
         )
         v.result["tuning"] = rec
     except Exception as e:
         v = Variant("triton-fused", VARIANTS[3][1], None, None, note=f"tuning failed: {e}")
     progress(f"{rows}x{channels}x{hidden}: triton-fused: {v.note}")
+    return v
+
+
+def _xla_variant(cpu_inputs, shape, asked: bool):
+    """XLA (jax.jit) on its own copies of the inputs, its kernels per call calibrated under
+    CUPTI; None when jax is missing and nobody asked for it (a FAILED row when asked)."""
+    from rowfuse.bench import xla
+
+    rows, channels, hidden = shape
+    why = xla.available()
+    if why:
+        if not asked:
+            return None
+        v = Variant("xla", VARIANTS[4][1], None, None, note=why, kind="foreign")
+        progress(f"{rows}x{channels}x{hidden}: xla: {why}")
+        return v
+    try:
+        blk = xla.XlaBlock(*(t.numpy() for t in cpu_inputs))
+        xla.calibrate(blk)
+        v = Variant(
+            "xla",
+            VARIANTS[4][1],
+            blk.call,
+            None,
+            note=f"jax {blk.jax_version}, XLA's defaults; its own stream, {blk.kernels} "
+            "kernel(s) per call",
+            kind="foreign",
+            output=blk.output,
+        )
+        v.kernels = blk.kernels
+        v.result["tuning"] = blk.tuning()
+    except Exception as e:
+        first = (str(e).strip().splitlines() or [""])[0][:300]
+        v = Variant("xla", VARIANTS[4][1], None, None, note=f"XLA failed: {first}", kind="foreign")
+    progress(f"{rows}x{channels}x{hidden}: xla: {v.note}")
     return v
 
 
@@ -480,11 +482,20 @@ def capture(v, warmup: int = 3) -> None:
 
 
 def check(v, case) -> None:
-    """Poison y with NaN, replay the graph, apply the one comparison rule (rowfuse/mlp.h)."""
+    """Poison y with NaN, replay the graph, apply the one comparison rule (rowfuse/mlp.h).
+    A foreign variant (XLA) returns a fresh array per call: nothing to poison, so its
+    output is compared as returned."""
     import torch
 
     from rowfuse.capi import clib
 
+    if v.kind == "foreign":
+        verdict = clib.compare(v.output(), case)
+        verdict["note"] = "output compared as returned (a fresh array per call: no poison)"
+        v.result["check"] = verdict
+        if not verdict["passed"]:
+            v.result["error"] = f"XLA's output: {verdict['message']}"
+        return
     if v.y is None:
         v.result["check"] = {"passed": True, "note": "no output (floor)"}
         return
@@ -497,39 +508,110 @@ def check(v, case) -> None:
         v.result["error"] = f"replay into a NaN-poisoned Y: {verdict['message']}"
 
 
-def time_interleaved(variants, rounds: int, obs: int, eager: bool) -> None:
-    """rounds x obs observations per variant, variants interleaved; the order rotates each
-    round so that no variant always follows the same one."""
+def interleaved_order(n: int, rounds: int, obs: int, seed: int) -> list[int]:
+    """The variant of every observation in execution order: rounds x obs passes, each pass
+    every variant once in a seeded shuffled order (drift and warm-up fall on all alike)."""
+    import random
+
+    rng = random.Random(seed)
+    seq = []
+    for _ in range(rounds * obs):
+        order = list(range(n))
+        rng.shuffle(order)
+        seq.extend(order)
+    return seq
+
+
+def time_interleaved(variants, rounds: int, obs: int, eager: bool, seed: int, cupti=False):
+    """rounds x obs observations per variant in interleaved_order: event interval and host
+    completion of each. Graph variants replay their graph (eager: launch), foreign ones
+    call and wait (no events on their stream: event None). With cupti, CUPTI records the
+    whole pass and each observation's GPU span is attributed to it (rowfuse.bench.spans).
+    Returns {name: {"event": [...], "host": [...], "span": [...] or None}, "_span": the
+    attribution or None}."""
     import torch
 
+    from rowfuse.bench import spans
+
     stream = torch.cuda.current_stream()
-    key = "eager" if eager else "graph"
-    ev = {v.name: [] for v in variants}
-    host = {v.name: [] for v in variants}
+    seq = interleaved_order(len(variants), rounds, obs, seed)
+    ev = [[] for _ in variants]
+    host = [[] for _ in variants]
     e0 = torch.cuda.Event(enable_timing=True)
     e1 = torch.cuda.Event(enable_timing=True)
-    for r in range(rounds):
-        order = variants[r % len(variants) :] + variants[: r % len(variants)]
-        for _ in range(obs):
-            for v in order:
-                fn = v.launch if eager else v.graph.replay
+    fns = [v.launch if eager or v.kind == "foreign" else v.graph.replay for v in variants]
+    session = spans.CuptiSession() if cupti else contextlib.nullcontext()
+    with session:
+        for i in seq:
+            fn = fns[i]
+            if variants[i].kind == "foreign":
+                t0 = time.perf_counter_ns()
+                fn()  # the call and its wait
+                t1 = time.perf_counter_ns()
+            else:
                 t0 = time.perf_counter_ns()
                 e0.record(stream)
                 fn()
                 e1.record(stream)
                 e1.synchronize()
                 t1 = time.perf_counter_ns()
-                ev[v.name].append(e0.elapsed_time(e1) * 1000.0)
-                host[v.name].append((t1 - t0) / 1000.0)
+                ev[i].append(e0.elapsed_time(e1) * 1000.0)
+            host[i].append((t1 - t0) / 1000.0)
+    out = {v.name: {"event": ev[i], "host": host[i], "span": None} for i, v in enumerate(variants)}
+    out["_span"] = None
+    if cupti:
+        att = spans.attribute_observations(
+            session.trace, [variants[i].kind for i in seq], [variants[i].kernels for i in seq]
+        )
+        out["_span"] = att
+        for j, i in enumerate(seq):
+            v = variants[i]
+            rec = out[v.name]
+            if rec["span"] is None:
+                rec["span"] = []
+                rec["names"] = att.names.get(j, [])
+            rec["span"].append(att.spans[j])
+    return out
+
+
+def _summary_or_none(values):
+    return summarize(values) if values else None
+
+
+def record_timing(variants, timed, key: str) -> None:
+    """Summaries of one interleaved pass into each variant's result[key] (graph/eager)."""
     for v in variants:
-        v.result.setdefault(key, {})
-        v.result[key]["event_us"] = summarize(ev[v.name])
-        v.result[key]["host_us"] = summarize(host[v.name])
+        t = timed[v.name]
+        r = v.result.setdefault(key, {})
+        r["event_us"] = _summary_or_none(t["event"])
+        r["host_us"] = summarize(t["host"])
+
+
+def record_spans(variants, timed) -> None:
+    """The attributed spans of the timed graph pass into result["graph"]["span_us"]; a
+    variant whose observations could not all be attributed gets the attribution's error."""
+    att = timed["_span"]
+    for v in variants:
+        t = timed[v.name]
+        g = v.result["graph"]
+        g["span_source"] = "timed-observations"
+        g["span_attribution"] = att.rules.get(v.kind, "?") if att else None
+        if t["span"] is None or any(s is None for s in t["span"]):
+            g["span_us"] = None
+            why = att.error if att and att.error else "no kernel records"
+            v.result.setdefault("error", f"GPU span: {why}")
+            continue
+        g["span_us"] = summarize(t["span"])
+        v.result["kernels"] = v.kernels
+        v.result["kernel_names"] = t.get("names", [])
 
 
 def time_back_to_back(v, replays: int, samples: int) -> None:
     import torch
 
+    if v.kind == "foreign":  # no events on its stream
+        v.result["graph"]["b2b_us"] = None
+        return
     stream = torch.cuda.current_stream()
     e0 = torch.cuda.Event(enable_timing=True)
     e1 = torch.cuda.Event(enable_timing=True)
@@ -545,56 +627,11 @@ def time_back_to_back(v, replays: int, samples: int) -> None:
     v.result["graph"]["b2b_replays"] = replays
 
 
-def gpu_spans(v, replays: int) -> None:
-    """GPU span of one replay: first kernel start to last kernel end, from the CUPTI
-    activity records that torch.profiler collects; one synchronized replay at a time."""
-    import torch
-    from torch.profiler import ProfilerActivity, profile
-
-    with profile(activities=[ProfilerActivity.CUDA]) as prof:
-        for _ in range(replays):
-            v.graph.replay()
-            torch.cuda.synchronize()
-    with tempfile.TemporaryDirectory() as tmp:
-        path = os.path.join(tmp, "trace.json")
-        prof.export_chrome_trace(path)
-        with open(path) as f:
-            trace = json.load(f)
-    kernels = sorted(
-        (float(e["ts"]), float(e["ts"]) + float(e.get("dur", 0.0)), e.get("name", ""))
-        for e in trace.get("traceEvents", [])
-        if e.get("cat") == "kernel" and e.get("ph") == "X"
-    )
-    if not kernels or len(kernels) % replays:
-        v.result["graph"]["span_us"] = None
-        v.result.setdefault(
-            "error",
-            f"CUPTI saw {len(kernels)} kernel records for {replays} replays (not a multiple)",
-        )
-        return
-    n = len(kernels) // replays
-    spans = []
-    for i in range(replays):
-        chunk = kernels[i * n : (i + 1) * n]
-        spans.append(max(k[1] for k in chunk) - min(k[0] for k in chunk))
-    v.result["kernels"] = n
-    v.result["kernel_names"] = sorted({k[2][:80] for k in kernels[:n]})
-    v.result["graph"]["span_us"] = summarize(spans)
-
-
 def init_profiler_for_graphs() -> None:
-    """CUPTI must be initialised before any graph is captured, or graph kernels go
-    unrecorded; torch ships a helper for exactly this."""
-    try:
-        from torch.profiler import _utils
+    """CUPTI must be initialised before any graph is captured (rowfuse.bench.spans)."""
+    from rowfuse.bench import spans
 
-        _utils._init_for_cuda_graphs()
-    except (ImportError, AttributeError):
-        import torch
-        from torch.profiler import ProfilerActivity, profile
-
-        with profile(activities=[ProfilerActivity.CUDA]):
-            torch.cuda.synchronize()
+    spans.init_for_graphs()
 
 
 def bench_shape(args, shape, seed: int) -> dict:
@@ -612,7 +649,9 @@ def bench_shape(args, shape, seed: int) -> dict:
             progress(f"{tag}: {v.name}: skipped: {v.result['error']}")
             continue
         try:
-            capture(v)
+            if v.kind == "graph":
+                capture(v)
+                v.kernels = v.result["kernel_nodes"]
             check(v, case)
         except Exception as e:
             v.result["error"] = f"capture/check failed: {e}"
@@ -623,18 +662,37 @@ def bench_shape(args, shape, seed: int) -> dict:
         progress(f"{tag}: {v.name}: check ok (rel. L2 {c.get('rel_l2', 0) or 0:.2e})")
         ready.append(v)
     if ready:
-        progress(f"{tag}: timing graphs, {args.rounds} rounds x {args.obs} obs x {len(ready)}")
-        time_interleaved(ready, args.rounds, args.obs, eager=False)
+        n = len(ready)
+        progress(f"{tag}: timing graphs with CUPTI, {args.rounds} rounds x {args.obs} obs x {n}")
+        timed = time_interleaved(ready, args.rounds, args.obs, False, seed, cupti=True)
+        record_timing(ready, timed, "graph")
+        record_spans(ready, timed)
+        att = timed["_span"]
+        if att is not None:
+            progress(
+                f"{tag}: spans attributed ({att.rules}){': ' + att.error if att.error else ''}"
+            )
+        if args.control_obs > 0:
+            progress(f"{tag}: control round without CUPTI, {args.control_obs} obs x {n}")
+            ctl = time_interleaved(ready, 1, args.control_obs, False, seed ^ 0xC0417)
+            for v in ready:
+                v.result["graph"]["event_us_no_cupti"] = _summary_or_none(ctl[v.name]["event"])
+                v.result["graph"]["host_us_no_cupti"] = summarize(ctl[v.name]["host"])
         progress(f"{tag}: timing eager launches")
-        time_interleaved(ready, args.rounds, args.obs, eager=True)
+        record_timing(
+            ready, time_interleaved(ready, args.rounds, args.obs, True, seed + 1), "eager"
+        )
         for v in ready:
             time_back_to_back(v, args.b2b_replays, args.b2b_samples)
-            gpu_spans(v, args.span_replays)
             g = v.result["graph"]
-            span = g["span_us"]["median"] if g.get("span_us") else float("nan")
+
+            def med(s):
+                return f"{s['median']:.2f}" if s else "-"
+
             progress(
-                f"{tag}: {v.name}: span {span:.2f} us, event {g['event_us']['median']:.2f} us,"
-                f" host {g['host_us']['median']:.2f} us, b2b {g['b2b_us']['median']:.2f} us"
+                f"{tag}: {v.name}: span {med(g.get('span_us'))} us, event "
+                f"{med(g['event_us'])} us, host {med(g['host_us'])} us, b2b "
+                f"{med(g['b2b_us'])} us"
             )
     results = [v.result for v in variants]
     del variants, ready
@@ -666,6 +724,7 @@ def run(args) -> dict:
             "torch": torch.__version__,
             "cuda": torch.version.cuda,
             "triton": _version("triton"),
+            "jax": _jax_version(),
             "clocks_before": gpu_clocks(),
         },
         "method": {
@@ -673,22 +732,36 @@ def run(args) -> dict:
             "observations": args.obs,
             "b2b_replays": args.b2b_replays,
             "b2b_samples": args.b2b_samples,
-            "span_replays": args.span_replays,
-            # how the span is taken here (the C host takes it over its timed observations)
-            "span_source": "separate-replays",
-            "cupti_during_timing": False,
+            # the span is measured over the timed graph observations themselves, as the C
+            # host does; the control round without CUPTI shows its cost to the host figures
+            "span_source": "timed-observations",
+            "cupti_during_timing": True,
+            "span_attribution": "correlation",
+            "foreign_attribution": "order",
+            "control_observations": args.control_obs,
+            "order": "every pass all variants once in a seeded shuffled order",
             "reference": "CPU interpreter, mixed precision (H rounded to fp16)",
             "compile_mode": args.compile_mode,
-            "event": "CUDA events around one launch, one synchronize per observation",
-            "host": "perf_counter from before the first launch call to after the synchronize",
-            "span": "CUPTI kernel records via torch.profiler over span_replays separate "
-            "synchronized replays per variant after the timed rounds (not over the timed "
-            "observations, unlike the C host): first kernel start to last kernel end",
+            "compile_budget_s": args.compile_budget_s,
+            "event": "CUDA events around one launch, one synchronize per observation "
+            "(none for XLA: it launches on its own stream)",
+            "host": "perf_counter from before the launch call to after the synchronize "
+            "(XLA: the call and block_until_ready)",
+            "span": "CUPTI kernel records (torch.profiler, CUDA activity) of every timed graph "
+            "observation, attributed to its replay by correlation id (src/base/span_attr.c): "
+            "first kernel start to last kernel end. XLA's calls are not graph launches of "
+            "ours: the records whose correlation id is none of the cudaGraphLaunch calls are "
+            "attributed to its observations in time order, each call holding the kernel "
+            "count measured under CUPTI before timing",
+            "control": "one further interleaved graph round per variant with CUPTI off, after "
+            "the CUPTI rounds: event_us_no_cupti / host_us_no_cupti",
+            "check": "graph variants: replay into a NaN-poisoned Y; XLA: its returned Y "
+            "(a fresh array per call, nothing to poison)",
         },
         "runs": [],
     }
     doc["gpu"]["driver"] = doc["gpu"]["clocks_before"].get("driver", "unknown")
-    init_profiler_for_graphs()
+    init_profiler_for_graphs()  # before any graph is captured
     for i, shape in enumerate(shapes):
         t0 = time.perf_counter()
         doc["runs"].append(bench_shape(args, shape, seed + i))
@@ -708,11 +781,23 @@ def _version(mod: str) -> str:
         return "unavailable"
 
 
+def _jax_version() -> str:
+    from rowfuse.bench import xla
+
+    return xla.version()
+
+
 def _write(doc: dict, path: str) -> None:
     tmp = path + ".tmp"
     with open(tmp, "w") as f:
         json.dump(doc, f, indent=1)
     os.replace(tmp, path)
+
+
+def _compile_candidate_names() -> list[str]:
+    from rowfuse.bench import inductor
+
+    return inductor.CANDIDATE_NAMES
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -726,8 +811,24 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--obs", type=int, default=200, help="observations per round")
     p.add_argument("--b2b-replays", type=int, default=50)
     p.add_argument("--b2b-samples", type=int, default=20)
-    p.add_argument("--span-replays", type=int, default=20)
+    p.add_argument(
+        "--control-obs",
+        type=int,
+        default=200,
+        help="observations per variant of the control round without CUPTI (0: none)",
+    )
     p.add_argument("--compile-mode", default="max-autotune-no-cudagraphs")
+    p.add_argument(
+        "--compile-budget-s",
+        type=float,
+        default=40.0,
+        help="seconds per shape for torch.compile's candidates (the first two always run)",
+    )
+    p.add_argument(
+        "--compile-candidates",
+        help="comma-separated torch.compile candidates to try (default: all, in order): "
+        + ", ".join(_compile_candidate_names()),
+    )
     p.add_argument(
         "--variants",
         help="comma-separated peers to time (the floor always): " + ", ".join(VARIANT_NAMES[1:]),
@@ -753,8 +854,16 @@ def main(argv=None) -> int:
         parse_shapes(args.shapes)
     except ValueError as e:
         raise SystemExit(f"rowfuse.bench: {e}") from e
-    if args.rounds < 1 or args.obs < 1 or args.span_replays < 1 or args.b2b_replays < 1:
-        raise SystemExit("rowfuse.bench: rounds, obs, span and b2b replays must be >= 1")
+    if args.rounds < 1 or args.obs < 1 or args.b2b_replays < 1 or args.b2b_samples < 1:
+        raise SystemExit("rowfuse.bench: rounds, obs, b2b replays and samples must be >= 1")
+    if args.control_obs < 0 or args.compile_budget_s < 0:
+        raise SystemExit("rowfuse.bench: --control-obs and --compile-budget-s must be >= 0")
+    bad = set((args.compile_candidates or "").split(",")) - set(_compile_candidate_names()) - {""}
+    if bad:
+        raise SystemExit(
+            f"rowfuse.bench: --compile-candidates: unknown {', '.join(sorted(bad))} "
+            f"(known: {', '.join(_compile_candidate_names())})"
+        )
     unknown = set((args.variants or "").split(",")) - set(VARIANT_NAMES[1:]) - {""}
     if unknown:
         raise SystemExit(

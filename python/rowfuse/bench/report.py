@@ -25,7 +25,7 @@ from rowfuse.capi import names
 SCHEMA = "rowfuse-bench/1"
 REPORT_SCHEMA = "rowfuse-report/1"
 # the floor, the C table's schedules (rowfuse/plan.h), then the Python host's peers
-ORDER = ["empty", *names.SCHEDULES, "torch-eager", "torch-compile", "triton-fused"]
+ORDER = ["empty", *names.SCHEDULES, "torch-eager", "torch-compile", "triton-fused", "xla"]
 _SUMMARY_KEYS = ("count", "median", "p10", "p90")
 
 
@@ -129,6 +129,25 @@ def span_method(doc) -> str:
     return f"GPU span over {m.get('span_replays', '?')} separate replays (CUPTI off while timing)"
 
 
+def foreign_notes(run) -> list[str]:
+    """What differs for a variant that is not a graph replay of ours (XLA): where its span
+    came from, why it has no event interval, how it was checked."""
+    out = []
+    for v in run["variants"]:
+        g = v.get("graph") or {}
+        if v["name"] != "xla" or "error" in v:
+            continue
+        rule = g.get("span_attribution") or "order"
+        out.append(
+            f"- {v.get('label', v['name'])}: JAX launches on its own stream, so no graph of "
+            f"ours and no CUDA events around it (event interval and back-to-back '-'); its "
+            f"GPU span is from the CUPTI records of the same interleaved observations that "
+            f"are not our graph replays ({rule} attribution, {v.get('kernels', '?')} "
+            f"kernel(s) per call); its output was checked as returned (nothing to poison)."
+        )
+    return out
+
+
 def _sorted_variants(variants):
     rank = {n: i for i, n in enumerate(ORDER)}
     return sorted(variants, key=lambda v: rank.get(v["name"], len(ORDER)))
@@ -182,6 +201,10 @@ def render_markdown(docs) -> str:
                     f"| {'-' if err is None else f'{err:.1e}'} |"
                 )
             lines.append("")
+            foreign = foreign_notes(run)
+            if foreign:
+                lines.extend(foreign)
+                lines.append("")
             if notes:
                 lines.append("Not measured:")
                 lines.extend(notes)
@@ -227,14 +250,16 @@ def render_cupti_effect(docs) -> list[str]:
         for run in doc["runs"]:
             for v in _sorted_variants(run["variants"]):
                 g = v.get("graph", {}) if "error" not in v else {}
-                if not g.get("event_us_no_cupti"):
+                if not g.get("host_us_no_cupti"):
                     continue
-                ev, ev0 = g["event_us"]["median"], g["event_us_no_cupti"]["median"]
                 ho, ho0 = g["host_us"]["median"], g["host_us_no_cupti"]["median"]
+                event = "-"
+                if g.get("event_us") and g.get("event_us_no_cupti"):
+                    ev, ev0 = g["event_us"]["median"], g["event_us_no_cupti"]["median"]
+                    event = f"{ev:.2f} / {ev0:.2f} us ({ev / ev0:.3f}x)"
                 rows.append(
                     f"| {doc['tool']} | {shape_tag(run['shape'])} | {v['name']} "
-                    f"| {ev:.2f} / {ev0:.2f} us ({ev / ev0:.3f}x) "
-                    f"| {ho:.2f} / {ho0:.2f} us ({ho / ho0:.3f}x) |"
+                    f"| {event} | {ho:.2f} / {ho0:.2f} us ({ho / ho0:.3f}x) |"
                 )
     if not rows:
         return []
@@ -416,16 +441,33 @@ def render_scheduler(docs) -> list[str]:
 
 
 def _tuning_line(v) -> str | None:
-    """One line on how a peer was tuned: Triton's chosen configuration, torch.compile's two
-    compiles, cuBLASLt's note; None for a variant with nothing to say."""
+    """One line on how a peer was tuned: Triton's chosen configuration and metric,
+    torch.compile's candidates (or, in older runs, its two compiles), XLA's settings,
+    cuBLASLt's note; None for a variant with nothing to say."""
     t = v.get("tuning")
     if v["name"] == "triton-fused" and isinstance(t, dict) and "chosen_label" in t:
         dflt = t.get("default_us")
+        metric = t.get("metric", "graph interval of back-to-back launches")
         return (
             f"{t['chosen_label']} {t['chosen_us']:.2f} us, fastest of {t['timed']} timed "
             f"({t['space']} in the space, {len(t.get('failed', []))} failed"
             + (f"; untuned default {dflt:.2f} us" if dflt is not None else "")
-            + f"; {t.get('tune_s', '?')} s)"
+            + f"; {t.get('tune_s', '?')} s; by {metric})"
+        )
+    if v["name"] == "torch-compile" and isinstance(t, dict) and "candidates" in t:
+        parts = []
+        for r in t["candidates"]:
+            if "span_us" in r:
+                what = f"{r['span_us']:.2f} us"
+            else:
+                what = r.get("error") or r.get("skipped") or "not timed"
+            compile_s = f"{r['compile_s']} s, " if "compile_s" in r else ""
+            parts.append(f"{r['name']} ({compile_s}{what})")
+        kept = f"; kept {t['chosen_name']}" if "chosen_name" in t else "; none kept"
+        return (
+            f"{t.get('mode', '?')}, candidates by {t.get('metric', 'GPU span')}: "
+            + ", ".join(parts)
+            + kept
         )
     if v["name"] == "torch-compile" and isinstance(t, dict) and "compiles" in t:
         runs = ", ".join(
@@ -436,6 +478,12 @@ def _tuning_line(v) -> str | None:
         kept = f"; kept #{t['chosen'] + 1}" if "chosen" in t else ""
         spread = f", spread {t['spread']}" if t.get("spread") else ""
         return f"{t.get('mode', '?')}: {runs}{kept}{spread}"
+    if v["name"] == "xla" and isinstance(t, dict) and "jax" in t:
+        return (
+            f"jax {t['jax']}, XLA's defaults (compile-time GEMM autotuning), XLA_FLAGS "
+            f"{t.get('xla_flags', '(none)')}; compiled in {t.get('compile_s', '?')} s, "
+            f"{t.get('kernels', '?')} kernel(s) per call"
+        )
     if v["name"] == "cublaslt" and v.get("note"):
         return v["note"]
     return None

@@ -15,8 +15,10 @@ x num_warps x num_stages (`AXES`, 96 configurations); rules that depend only on 
 drop the configurations that cannot help (`config_space` says which and why); the rest
 are compiled in parallel, each is launched once into a NaN-filled Y and checked against the
 CPU reference when one is given (a configuration that fails is never chosen), then timed
-in a CUDA graph of back-to-back launches (warm L2, as the bench replays it); the fastest
-is kept. `tune` returns the record the bench writes into its JSON ("tuning").
+by the metric the bench publishes: the GPU span (CUPTI) of a CUDA graph replay, each
+configuration captured in a graph of one launch and replayed under one CUPTI session (warm
+L2, as the bench replays it); the fastest median span is kept. `tune` returns the record
+the bench writes into its JSON ("tuning"): every configuration's span and the choice.
 """
 
 from __future__ import annotations
@@ -240,70 +242,29 @@ def _smem_limit() -> int:
     return 0
 
 
-def _graph_us(fn, reps: int, samples: int = 7, warmup: int = 2) -> float:
-    """Median over `samples` replays of a CUDA graph holding `reps` launches of fn, per
-    launch, in microseconds (events around each replay; warm caches, like the bench)."""
-    import torch
-
-    side = torch.cuda.Stream()
-    side.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(side):
-        fn()
-    torch.cuda.current_stream().wait_stream(side)
-    torch.cuda.synchronize()
-    g = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(g):
-        for _ in range(reps):
-            fn()
-    for _ in range(warmup):
-        g.replay()
-    e0 = torch.cuda.Event(enable_timing=True)
-    e1 = torch.cuda.Event(enable_timing=True)
-    per = []
-    stream = torch.cuda.current_stream()
-    for _ in range(samples):
-        e0.record(stream)
-        g.replay()
-        e1.record(stream)
-        e1.synchronize()
-        per.append(e0.elapsed_time(e1) * 1000.0 / reps)
-    del g
-    return statistics.median(per)
-
-
-def _reps_for(single_us: float, budget_us: float = 200.0) -> int:
-    """Launches per timed replay: enough to fill ~budget_us, between 1 and 20."""
-    return max(1, min(20, int(budget_us / max(single_us, 1e-3))))
-
-
-def time_graph_us(fn) -> float:
-    """Per-call GPU time of fn (a callable enqueuing work on torch's current stream): one
-    call timed with events sizes the batch, then `_graph_us` on a CUDA graph of it."""
-    import torch
-
-    e0 = torch.cuda.Event(enable_timing=True)
-    e1 = torch.cuda.Event(enable_timing=True)
-    fn()
-    e0.record()
-    fn()
-    e1.record()
-    e1.synchronize()
-    return _graph_us(fn, _reps_for(e0.elapsed_time(e1) * 1000.0))
-
-
 def chosen_config(rec: dict) -> Config:
     """The Config a tuning record chose."""
     c = rec["chosen"]
     return Config(c["BLOCK_M"], c["BLOCK_H"], c["num_warps"], c["num_stages"])
 
 
-def tune(x, w1, b1, w2, b2, y, ref=None, threads: int | None = None) -> dict:
+# synchronized replays per configuration whose CUPTI spans give its tuning time
+TUNE_REPLAYS = 20
+
+
+def tune(x, w1, b1, w2, b2, y, ref=None, threads: int | None = None, replays=TUNE_REPLAYS) -> dict:
     """Autotunes the kernel for this shape on these device tensors (once per shape and
     device in a process) and returns the record: space, pruning, failures, every timed
-    configuration, the chosen one and its time. `ref` (numpy [rows, C] f32, the CPU
-    reference) makes every configuration pass rowfuse's comparison rule before it may be
-    chosen. Leaves y holding the chosen configuration's output."""
+    configuration, the chosen one and its time. The metric is the published one: the GPU
+    span (CUPTI, first kernel start to last kernel end) of a CUDA graph replay, here the
+    median over `replays` synchronized replays of a graph holding one launch, every
+    configuration's replays interleaved under one CUPTI session (rowfuse.bench.spans).
+    `ref` (the case: CPU reference and allowance) makes every configuration pass rowfuse's
+    comparison rule before it may be chosen. Leaves y holding the chosen configuration's
+    output."""
     import torch
+
+    from rowfuse.bench import spans
 
     rows, channels = x.shape
     hidden = w1.shape[1]
@@ -312,6 +273,7 @@ def tune(x, w1, b1, w2, b2, y, ref=None, threads: int | None = None) -> dict:
         rec = _TUNED[key]
         launch(rec["_config"], x, w1, b1, w2, b2, y)
         return {k: v for k, v in rec.items() if not k.startswith("_")} | {"cached": True}
+    spans.init_for_graphs()  # before any capture, or graph kernels go unrecorded
     t0 = time.perf_counter()
     configs, space = config_space(rows, channels, hidden)
     default = default_config(rows, channels, hidden)
@@ -319,9 +281,7 @@ def tune(x, w1, b1, w2, b2, y, ref=None, threads: int | None = None) -> dict:
     _precompile(configs, args, threads or min(16, os.cpu_count() or 1))
     t_compiled = time.perf_counter()
     smem_limit = _smem_limit()
-    failed, timed = [], []
-    e0 = torch.cuda.Event(enable_timing=True)
-    e1 = torch.cuda.Event(enable_timing=True)
+    failed, ready = [], []
     for cfg in configs:
         try:
             kernel = launch(cfg, *args, warmup=True)
@@ -330,11 +290,8 @@ def tune(x, w1, b1, w2, b2, y, ref=None, threads: int | None = None) -> dict:
                 failed.append([cfg.label(), f"shared memory {smem} B > {smem_limit} B"])
                 continue
             y.fill_(float("nan"))
-            e0.record()
             launch(cfg, *args)
-            e1.record()
-            e1.synchronize()
-            single_us = e0.elapsed_time(e1) * 1000.0
+            torch.cuda.synchronize()
             if ref is not None:
                 from rowfuse.capi import clib
 
@@ -342,24 +299,31 @@ def tune(x, w1, b1, w2, b2, y, ref=None, threads: int | None = None) -> dict:
                 if not verdict["passed"]:
                     failed.append([cfg.label(), f"check: {verdict['message']}"])
                     continue
-            us = _graph_us(lambda cfg=cfg: launch(cfg, *args), _reps_for(single_us))
+            graph, _ = spans.capture_graph(lambda cfg=cfg: launch(cfg, *args))
         except Exception as e:  # a configuration that cannot run is recorded
             first = (str(e).strip().splitlines() or [""])[0][:160]
             failed.append([cfg.label(), f"{type(e).__name__}: {first}"])
             torch.cuda.synchronize()
             continue
-        timed.append((us, cfg))
-    if not timed:
+        ready.append((cfg, graph))
+    if not ready:
         reasons = "; ".join(f"{c}: {r}" for c, r in failed[:5])
         raise RuntimeError(f"Triton fused: no configuration ran for {key[1:]}: {reasons}")
+    per = spans.graph_replay_spans([g for _, g in ready], [1] * len(ready), replays)
+    timed = [(statistics.median(sp), cfg) for (cfg, _), sp in zip(ready, per, strict=True)]
+    del ready
     timed.sort(key=lambda t: (t[0], t[1].label()))
     best_us, best = timed[0]
     default_us = next((u for u, c in timed if c == default), None)
     rec = {
         "method": (
             "explicit loop: parallel compile, one checked launch into a NaN-filled Y, then "
-            "the median of 7 replays of a CUDA graph of up to 20 back-to-back launches"
+            f"each configuration captured in a CUDA graph of one launch and replayed "
+            f"{replays} times (synchronized, interleaved across configurations) under CUPTI; "
+            "metric: the median GPU span of a replay (the published metric)"
         ),
+        "metric": "graph-replay GPU span (CUPTI), median",
+        "replays": replays,
         "axes": {k: list(v) for k, v in AXES.items()},
         "space": space["space"],
         "pruned": space["pruned"],
