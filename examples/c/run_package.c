@@ -64,9 +64,9 @@ int main(int argc, char **argv) {
     int64_t rows = rows_arg ? rows_arg : rf_pkg_rows(pkg);
     int64_t channels = rf_pkg_channels(pkg), hidden = rf_pkg_hidden(pkg);
     const char *schedule = rf_pkg_schedule(pkg);
-    printf("device %s (sm_%d%d, %d SMs); package %s: %lld x %lld x %lld, schedule %s\n",
-           dev.name, dev.cc_major, dev.cc_minor, dev.sm_count, argv[1], (long long)rows,
-           (long long)channels, (long long)hidden, schedule);
+    printf("device %s (sm_%d%d, %d SMs); package %s: %lld x %lld x %lld, schedule %s\n", dev.name,
+           dev.cc_major, dev.cc_minor, dev.sm_count, argv[1], (long long)rows, (long long)channels,
+           (long long)hidden, schedule);
 
     size_t n_x = (size_t)(rows * channels);
     x = malloc(n_x * sizeof *x);
@@ -87,8 +87,7 @@ int main(int argc, char **argv) {
     if (failed("rf_pkg_upload_weights", rf_pkg_upload_weights(pkg, &buf)) ||
         failed("rf_mlp_buffers_upload", rf_mlp_buffers_upload(&buf, x, NULL, NULL, NULL, NULL)) ||
         failed("rf_stream_create", rf_stream_create(&stream)) ||
-        failed(schedule,
-               rf_variant_create_pkg(rf_allocator_system(), pkg, schedule, &variant)))
+        failed(schedule, rf_variant_create_pkg(rf_allocator_system(), pkg, schedule, &variant)))
         goto done;
 
     /* eager: one launch on the stream */
