@@ -124,8 +124,10 @@ static rf_status_t parse_args(int argc, char **argv, compile_args_t *c) {
                           "unexpected argument '%s' (rowfuse compile --help lists the options)", a);
         else if (i + 1 >= argc)
             return RF_ERR(RF_CODE_INVALID_ARGUMENT, "%s needs a value", a);
-        else
-            RF_RETURN_IF_ERROR_PLAIN(parse_value(c, opt, argv[++i]));
+        else {
+            const char *v = argv[++i];
+            RF_RETURN_IF_ERROR(parse_value(c, opt, v), "bad argument '%s %s'", a, v);
+        }
     }
     if (!!c->model == !!c->mlp || !c->o.out_dir)
         return RF_ERR(RF_CODE_INVALID_ARGUMENT, "usage: rowfuse %s", rf_cli_synopsis("compile"));
