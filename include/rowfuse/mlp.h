@@ -67,7 +67,7 @@ rf_status_t rf_mlp_reference(rf_allocator_t allocator, rf_precision_t precision,
 /* ---- the error bound and the one comparison ----
  *
  * A correct kernel computes the same function as the reference and differs from it only in
- * how it accumulates in fp32 (derivation and its limits in src/check/README.md). For every
+ * how it accumulates in fp32 (derivation and its limits in src/harness/README.md). For every
  * output element the bound is computed from the operands themselves:
  *  - stage 1: for each H value, the interval around the exact pre-activation that a
  *    correct kernel's fp32 pre-activation (and the reference's own) can reach: the

@@ -1,5 +1,5 @@
 /* The chain IR: a row-owned block as a chain of row-local stages, between the verified graph
- * and the plan (internal header of src/chain, used by src/compile and src/check).
+ * and the plan (internal header of src/chain, used by src/compile and src/harness).
  *
  * A chain maps X [rows, in_width] to Y [rows, out_width], each output row from its own input
  * row. Values are numbered in the order they are produced: value 0 is X, stage s produces one

@@ -1,7 +1,7 @@
 /* `rowfuse bench PKGDIR --c [--rows N] [--seed S] [--rounds R] [--obs K] [--tol T]
  *  [--control-obs K] [--no-span] [--span-attribution correlation|order] [--git-rev REV]
  *  [-o out.json]`: the benchmark of docs/benchmarking.md from a C host (the
- * empty floor, the package's schedules and cuBLASLt; see src/bench/c_bench.h). Progress
+ * empty floor, the package's schedules and cuBLASLt; see src/harness/c_bench.h). Progress
  * lines go to stderr, the JSON to -o (default stdout). The GPU span comes from CUPTI over
  * the timed graph observations; --control-obs sets the control round without CUPTI (0:
  * none), --no-span keeps CUPTI off altogether. The Python variants (PyTorch,
@@ -21,7 +21,7 @@
 #include "rowfuse/plan.h"
 
 #ifdef RF_HAVE_BENCH
-#include "bench/c_bench.h"
+#include "harness/c_bench.h"
 #endif
 
 static int rf_bench_usage(const char *why) {

@@ -1,5 +1,5 @@
 /* `rowfuse check PKGDIR... [--shapes LIST] [--variants LIST] [--seed N] [--json OUT]`:
- * runs the GPU check job (src/check/check.h) and prints one table row per variant and
+ * runs the GPU check job (src/harness/check.h) and prints one table row per variant and
  * shape. Exit status 0 when every row passed, 1 when a check failed, 2 when the job could
  * not run (no GPU, bad arguments). Without the CUDA runtime built in, says so. */
 #include <stdio.h>
@@ -10,8 +10,8 @@
 #include "commands.h"
 
 #ifdef RF_HAVE_CUDA
-#include "check/check.h"
-#include "check/check_chain.h"
+#include "harness/check.h"
+#include "harness/check_chain.h"
 
 static void print_table(const rf_device_info_t *d, const rf_check_result_t *res, int n) {
     int passed = 0;
@@ -47,7 +47,7 @@ static void print_table(const rf_device_info_t *d, const rf_check_result_t *res,
 }
 
 /* Chain packages (a plan.json with a "chain" object): one kernel, checked against the
- * chain's reference and per-element bound (src/check/check_chain.h). */
+ * chain's reference and per-element bound (src/harness/check_chain.h). */
 static void print_chain_table(const rf_check_chain_result_t *res, int n) {
     int passed = 0;
     printf("%-28s %-20s %-18s %6s %9s %9s %8s  %s\n", "chain package", "kernel", "shape", "kerns",

@@ -66,7 +66,7 @@ static const compile_option_t compile_options[] = {
     {"-o", VALUE_TEXT, FIELD(o.out_dir), 0, 0},
     {"--output", VALUE_TEXT, FIELD(o.out_dir), 0, 0},
     /* Tests of the checks only, so not in --help: a planted fault by name (the names are
-     * src/compile/plan.c's table; src/check/README.md lists them). */
+     * src/compile/plan.c's table; src/harness/README.md lists them). */
     {"--plant-fault", VALUE_TEXT, FIELD(o.fault), 0, 0},
 };
 

@@ -76,12 +76,12 @@ rf_status_t rf_mlp_case_create(rf_allocator_t a, int64_t m, int64_t c, int64_t h
     return st;
 }
 
-/* ---- the per-element error bound (derivation: src/check/README.md) ---- */
+/* ---- the per-element error bound (derivation: src/harness/README.md) ---- */
 
 #define RF_U32 (1.0 / 16777216.0) /* fp32 unit roundoff 2^-24 */
 /* fp32 unit roundoffs one k16 MMA step may lose against the largest magnitude it adds
  * (the accumulator and its 16 exact products), under the tensor-core model stated in
- * src/check/README.md: addends aligned to the largest with >= 3 extra bits and truncated,
+ * src/harness/README.md: addends aligned to the largest with >= 3 extra bits and truncated,
  * the result truncated to fp32. One k16 step: 16 x 2^-3 x 2u + 2u = 6u; done as two k8
  * steps: 2 x (8 x 2^-3 x 2u + 2u) = 8u. The larger is taken. Derived, not fitted. */
 #define RF_MMA_STEP_ULPS 8.0

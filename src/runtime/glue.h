@@ -44,7 +44,7 @@ cudaError_t rf_glue_relu_f32(float *data, int64_t n, cudaStream_t stream);
  * the batch time the GPU's work rather than the host's launch rate. */
 cudaError_t rf_glue_spin(int64_t ns, cudaStream_t stream);
 
-/* For the check (src/check), not the cuBLASLt baseline: fills the shared memory of every SM
+/* For the check (src/harness), not the cuBLASLt baseline: fills the shared memory of every SM
  * with all-ones bytes, each 32-bit word 0xFFFFFFFF (NaN as fp32, as a pair of fp16 and as
  * bf16), so a kernel launched next on `stream` that reads shared memory it never wrote reads
  * NaN. One kernel of blocks that take the device's largest dynamic shared memory per block

@@ -1,6 +1,6 @@
 /* Internal to the rowfuse runtime: CUDA error -> status conversion and the variant
  * vtable shared by package schedules (variant.c) and the cuBLASLt baseline (cublaslt.c).
- * Not a public header: nothing outside src/runtime and src/check includes it. */
+ * Not a public header: nothing outside src/runtime and src/harness includes it. */
 #ifndef RF_RUNTIME_INTERNAL_H
 #define RF_RUNTIME_INTERNAL_H
 

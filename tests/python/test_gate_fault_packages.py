@@ -7,7 +7,7 @@ fill, the DSL IR of the host-side descriptors, since the kernel's PTX is the sam
 - ring-phase: the same waits, one of them for the other parity;
 - no-oob-fill: X, W1, W2 described to TMA with the padded extents (32 > 24 channels);
 - no-relu: the fused_smem kernel has fewer max.f32 (H's ReLU).
-Whether the GPU check catches them is for the GPU driver (src/check/README.md)."""
+Whether the GPU check catches them is for the GPU driver (src/harness/README.md)."""
 
 from __future__ import annotations
 

@@ -20,7 +20,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "check/check.h"
+#include "harness/check.h"
 #include "rf_test.h"
 #include "rowfuse/compile.h"
 #include "rowfuse/mlp.h"

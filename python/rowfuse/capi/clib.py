@@ -269,7 +269,7 @@ RF_MLP_ACC_TENSOR_CORE, RF_MLP_ACC_ANY_ORDER = 0, 1  # rf_mlp_accumulation_t
 
 def error_bound(x, w1, b1, w2, b2, dx=None, any_order: bool = False) -> np.ndarray:
     """rf_mlp_error_bound: per element of Y [M, C], how far a correct implementation may be
-    from the mixed reference (src/check/README.md). any_order: fp32 sums in any order (IREE)
+    from the mixed reference (src/harness/README.md). any_order: fp32 sums in any order (IREE)
     instead of the tensor cores' k16 steps; dx (>= 0, x's shape): how far the other side's
     input may be from x, carried through W1 and the residual."""
     x, w1, w2 = (np.ascontiguousarray(a, dtype=np.float16) for a in (x, w1, w2))

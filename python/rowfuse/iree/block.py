@@ -11,7 +11,7 @@ the plan's mixed precision (rowfuse.capi.clib.reference) under two rules:
 
 - the one comparison of rowfuse/mlp.h (rowfuse.capi.clib.compare), and
 - a per-element bound derived for this block, |y - ref| <= B (`derived_bound`: the C
-  library's rf_mlp_error_bound with fp32 sums in any order, src/check/README.md): IREE and
+  library's rf_mlp_error_bound with fp32 sums in any order, src/harness/README.md): IREE and
   the reference differ only in the order of fp32 accumulation, in fp32 roundings of the
   bias and residual adds, and, where those move a hidden value across an fp16 rounding
   boundary, in one fp16 step of that H element, which the second projection carries to Y;

@@ -1,6 +1,6 @@
 /* The wrong-stream case, on a machine without a GPU: a launcher that sends its kernel to a
  * stream other than the one being captured. The runtime's C sources and the check job
- * (src/check/check.c) are linked against the fake CUDA runtime (fake_cuda.h); the packages
+ * (src/harness/check.c) are linked against the fake CUDA runtime (fake_cuda.h); the packages
  * are the real shim (src/pkg/rf_pkg_shim.c) over the stand-in kernels, built clean and
  * with each planted fault of `rowfuse compile --plant-fault wrong-stream-*`
  * (RF_PKG_FAULT_STREAM_LEGACY, _CREATED, _THREAD).
@@ -25,9 +25,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "check/check.h"
 #include "fake_cuda.h"
 #include "fake_pkg.h"
+#include "harness/check.h"
 #include "rf_test.h"
 #include "rowfuse/runtime.h"
 

@@ -1,8 +1,8 @@
 /* `rowfuse bench --c`: builds the variants from a package and the runtime, checks each
- * against the fp64 reference, times them with harness.c and writes rowfuse-bench/1 JSON
+ * against the fp64 reference, times them with bench_loop.c and writes rowfuse-bench/1 JSON
  * (see c_bench.h). The floor is our own one-empty-kernel graph (empty.cu). */
 #define _POSIX_C_SOURCE 200809L
-#include "bench/c_bench.h"
+#include "harness/c_bench.h"
 
 #include <math.h>
 #include <stdarg.h>

@@ -1,5 +1,5 @@
 /* The check job of chain packages (check_chain.h). */
-#include "check/check_chain.h"
+#include "harness/check_chain.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>

@@ -1,5 +1,5 @@
 /* The two ceilings a roofline fraction is measured against, taken on the device in the same
- * run as the variants (see harness.h):
+ * run as the variants (see bench_loop.h):
  *   copy  a device-to-device cudaMemcpyAsync of RF_CEIL_COPY_BYTES: every byte read once
  *         and written once, so the achievable bandwidth is 2 x bytes / time. The buffer is
  *         far larger than the L2, so this is HBM, not cache.
@@ -16,7 +16,7 @@
 #include <string.h>
 
 #include "base/stats.h"
-#include "bench/harness.h"
+#include "harness/bench_loop.h"
 
 #define RF_CEIL_COPY_BYTES ((size_t)1 << 30) /* 1 GiB each way */
 #define RF_CEIL_GEMM_N 8192

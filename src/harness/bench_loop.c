@@ -1,7 +1,7 @@
-/* The interleaved timing loop of the C bench; see harness.h for what is measured and how.
+/* The interleaved timing loop of the C bench; see bench_loop.h for what is measured and how.
  * Observations are kept in flat arrays [item][round*obs] so the summaries see every one. */
 #define _POSIX_C_SOURCE 200809L
-#include "bench/harness.h"
+#include "harness/bench_loop.h"
 
 #include "rowfuse/rng.h"
 

@@ -1,4 +1,4 @@
-/* CUPTI kernel activity records collected while the harness times (see harness.h). CUPTI is
+/* CUPTI kernel activity records collected while the harness times (see bench_loop.h). CUPTI is
  * loaded with dlopen so the rowfuse CLI starts on machines without it. CUPTI's buffer
  * callbacks carry no user pointer, so the records of the collection in progress go to one
  * file-level collector; collections are not thread-safe (the bench is single-threaded).
@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bench/harness.h"
+#include "harness/bench_loop.h"
 
 typedef CUptiResult (*rf_cupti_enable_fn)(CUpti_ActivityKind);
 typedef CUptiResult (*rf_cupti_register_fn)(CUpti_BuffersCallbackRequestFunc,

@@ -2,7 +2,7 @@
  * cuBLASLt baseline) at a set of shapes on fresh random inputs, each captured into a
  * CUDA Graph (holding exactly the expected kernel nodes) and replayed into a poisoned Y
  * (NaN, then a finite sentinel), and compares Y with the CPU reference interpreter in
- * mixed precision with the one comparison rule (rowfuse/mlp.h, src/check/README.md): every
+ * mixed precision with the one comparison rule (rowfuse/mlp.h, src/harness/README.md): every
  * element finite and within its derived allowance, and the whole output within a quarter
  * of the fp16-rounding step of the reference. Optionally, many replays must give
  * bit-identical outputs.

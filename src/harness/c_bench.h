@@ -5,7 +5,7 @@
  * floor, each schedule the package holds (conventional, persistent-smem,
  * persistent-gmem, persistent-wgmma) and the runtime's cuBLASLt baseline. Each is captured
  * in a CUDA Graph and checked first (poisoned Y, one replay, against the CPU reference in
- * mixed precision), then timed by harness.c. A GPU span whose CUPTI records do not match
+ * mixed precision), then timed by bench_loop.c. A GPU span whose CUPTI records do not match
  * the observations' graphs fails the run (after the JSON, which names the reason, is
  * written). After the variants, the copy and GEMM ceilings (ceilings.c) are measured. The
  * result is written as JSON, schema rowfuse-bench/1 with tool "c", the same schema as
@@ -22,7 +22,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "bench/harness.h"
+#include "harness/bench_loop.h"
 #include "rowfuse/alloc.h"
 #include "rowfuse/mlp.h"
 #include "rowfuse/status.h"

@@ -2,7 +2,7 @@
  * precision computed once per shape, then every variant captured into a CUDA Graph,
  * replayed once into a NaN-poisoned Y, right after a kernel of its own filled every SM's
  * shared memory with NaN, and compared element by element. */
-#include "check/check.h"
+#include "harness/check.h"
 
 #include <math.h>
 #include <stdio.h>

@@ -23,8 +23,8 @@
  * else is still measured. rf_bench_span_init must run before any graph is captured (as
  * with torch.profiler, graph kernels captured before CUPTI starts may go unrecorded).
  */
-#ifndef RF_BENCH_HARNESS_H
-#define RF_BENCH_HARNESS_H
+#ifndef RF_HARNESS_BENCH_LOOP_H
+#define RF_HARNESS_BENCH_LOOP_H
 
 #include <cuda_runtime.h>
 

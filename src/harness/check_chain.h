@@ -18,7 +18,7 @@
 
 #include <stdint.h>
 
-#include "check/check.h"
+#include "harness/check.h"
 #include "rowfuse/alloc.h"
 #include "rowfuse/runtime.h"
 #include "rowfuse/status.h"
