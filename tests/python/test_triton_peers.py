@@ -239,6 +239,9 @@ def test_report_renders_compile_candidates_and_xla():
     assert "upcast-tf32+cd (3.0 s, check: 2 steps)" in text
     assert "addmm-fp32+cd (compile budget of 40 s spent); kept mm-fp32+cd" in text
     assert "by graph-replay GPU span (CUPTI), median" in text
-    assert "XLA (jax.jit): jax 0.11.0, XLA's defaults" in text and "3 kernel(s) per call" in text
+    assert (
+        "XLA (jax.jit): jax 0.11.0, compile-time GEMM autotuning" in text
+        and "3 kernel(s) per call" in text
+    )
     compiled["tuning"].pop("chosen_name")
     assert "; none kept" in "\n".join(report.render_tuning([_doc([compiled])]))

@@ -342,8 +342,8 @@ def _xla_variant(cpu_inputs, shape, asked: bool):
             VARIANTS[4][1],
             blk.call,
             None,
-            note=f"jax {blk.jax_version}, XLA's defaults; its own stream, {blk.kernels} "
-            "kernel(s) per call",
+            note=f"jax {blk.jax_version}, XLA_FLAGS {blk.tuning()['xla_flags']}; its own "
+            f"stream, {blk.kernels} kernel(s) per call",
             kind="foreign",
             output=blk.output,
         )

@@ -480,7 +480,7 @@ def _tuning_line(v) -> str | None:
         return f"{t.get('mode', '?')}: {runs}{kept}{spread}"
     if v["name"] == "xla" and isinstance(t, dict) and "jax" in t:
         return (
-            f"jax {t['jax']}, XLA's defaults (compile-time GEMM autotuning), XLA_FLAGS "
+            f"jax {t['jax']}, compile-time GEMM autotuning, XLA_FLAGS "
             f"{t.get('xla_flags', '(none)')}; compiled in {t.get('compile_s', '?')} s, "
             f"{t.get('kernels', '?')} kernel(s) per call"
         )
