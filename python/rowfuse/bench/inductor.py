@@ -21,9 +21,10 @@ the check rejects it).
 
 Candidates (`CANDIDATES`) pair a formulation with Inductor settings a careful user tries
 (coordinate-descent tuning of the generated kernels, Hopper's persistent TMA GEMM
-templates), every one with Inductor's emulate_precision_casts on (below); each is compiled fresh (its own code object, Inductor's caches off), checked
-against the reference (a candidate that fails is recorded and never kept), and timed by
-the published metric, the GPU span (CUPTI) of a CUDA graph replay. The fastest is kept and
+templates), every one with Inductor's emulate_precision_casts on (below); each is
+compiled fresh (its own code object, Inductor's caches off), checked against the
+reference (a candidate that fails is recorded and never kept), and timed by the
+published metric, the GPU span (CUPTI) of a CUDA graph replay. The fastest is kept and
 the record says which, with every candidate's compile time and span. A per-shape budget
 bounds the compiles: once it is spent, the remaining candidates are recorded as skipped.
 """
