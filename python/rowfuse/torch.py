@@ -293,6 +293,7 @@ class ChainBlock(_Loaded):
                 )
             wh, wf = _chain_weights(self.package, ch)
             # at least one element each: the kernel ABI wants non-null pointers
+            dev = self.device
             self._wh = torch.from_numpy(wh if wh.size else np.zeros(8, np.float16)).to(dev)
             self._wf = torch.from_numpy(wf if wf.size else np.zeros(8, np.float32)).to(dev)
         self.handle = _register(self)

@@ -1,7 +1,9 @@
 """The drop-in torch module on the GPU (`tests/gpu/gpu run check`): rowfuse.torch.compile_block on
 the example's package, eager and captured in a torch CUDA graph, checked against the C
 reference in mixed precision with the one comparison rule; then weights='module' with a
-module of other weights on the same package. Exits non-zero on any failure.
+module of other weights on the same package; the block inside torch.compile(fullgraph=True);
+then, where build-torch-op was prepared (tests/python/test_torch_op.py), that test's GPU
+half on chain blocks. Exits non-zero on any failure.
 
     python3 tests/gpu/torch_block.py PKGDIR
 """
@@ -9,6 +11,7 @@ module of other weights on the same package. Exits non-zero on any failure.
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
 
 import torch
@@ -53,6 +56,31 @@ def check(label: str, block, module, seed: int) -> bool:
     return ok and v["passed"]
 
 
+def compiled(block) -> bool:
+    """The block inside torch.compile(fullgraph=True): the same Y as the eager op."""
+    x = torch.from_numpy(clib.mlp_case(block.rows, block.channels, block.hidden, 13).x).cuda()
+    fn = torch.compile(lambda t: block(t) * 2.0, fullgraph=True)
+    same = torch.equal(fn(x), block(x) * 2.0)
+    print(f"torch.compile(fullgraph=True): {'ok' if same else 'FAILED (differs from eager)'}")
+    return same
+
+
+def chain_half() -> bool:
+    """The GPU half of tests/python/test_torch_op.py (chain blocks under torch.compile and
+    in CUDA graphs), on the packages `python3 tests/python/test_torch_op.py prepare
+    build-torch-op` made before the GPU run; said and skipped when they are not there."""
+    pkgs = os.environ.get("RF_TORCH_OP_PKGS") or os.path.join(ROOT, "build-torch-op")
+    if not os.path.isdir(pkgs):
+        print(f"chain blocks under torch: not run ({pkgs} not prepared)")
+        return True
+    env = dict(os.environ, RF_TORCH_OP_PKGS=pkgs)
+    test = os.path.join(ROOT, "tests", "python", "test_torch_op.py")
+    cmd = [sys.executable, "-m", "pytest", "-q", "-rs", "-k", "gpu", test]
+    rc = subprocess.run(cmd, env=env, cwd=ROOT).returncode
+    print(f"chain blocks under torch: {'ok' if rc == 0 else 'FAILED'}")
+    return rc == 0
+
+
 def main() -> int:
     pkg = sys.argv[1]
     module = residual_mlp.make()
@@ -67,6 +95,8 @@ def main() -> int:
         print(f"other weights refused: ok ({str(e)[:60]}...)")
     block2 = rt.compile_block(other, rows=49, package=pkg, weights="module")
     ok &= check("weights='module'", block2, other, 12)
+    ok &= compiled(block)
+    ok &= chain_half()
     print("torch_block:", "passed" if ok else "FAILED")
     return 0 if ok else 1
 

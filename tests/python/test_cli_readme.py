@@ -34,6 +34,7 @@ def test_readme_exports_a_trained_module(tmp_path):
     assert "accepted" in v.stdout, v.stdout
 
 
-def test_readme_says_a_model_with_a_head_is_compiled_block_by_block():
-    section = " ".join(_section("Exporting a trained module").split())
-    assert "block by block" in section and "compile_block" in section, section
+def test_readme_shows_compile_block_under_torch_compile():
+    section = " ".join(_section("From PyTorch").split())
+    assert "compile_block(model.ffn, rows=64)" in section, section
+    assert "torch.compile(model, fullgraph=True)" in section and "rowfuse::block" in section

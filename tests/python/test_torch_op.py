@@ -227,7 +227,10 @@ def prepare(out: Path) -> None:
         d = out / kind
         shutil.rmtree(d, ignore_errors=True)
         d.mkdir(parents=True)
-        rt._compile(module, ROWS, None, str(d))
+        _, pkg = rt._compile(module, ROWS, None, str(d))
+        for f in Path(pkg).iterdir():  # what the runtime loads travels, nothing else
+            if f.name not in ("plan.json", "weights.bin", "librowfuse_pkg.so"):
+                shutil.rmtree(f) if f.is_dir() else f.unlink()
         torch.save(module.state_dict(), d / "state.pt")
         print(f"prepared {d}")
 
