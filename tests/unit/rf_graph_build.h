@@ -82,29 +82,13 @@ static inline int gb_ints(const char *name, int n, const int64_t *vals) {
 
 /* Attribute literals. */
 static inline rf_attr_t gb_attr_int(const char *name, int64_t i) {
-    rf_attr_t a;
-    memset(&a, 0, sizeof a);
-    a.name = name;
-    a.type = RF_ATTR_INT;
-    a.i = i;
-    return a;
+    return (rf_attr_t){.name = name, .type = RF_ATTR_INT, .i = i};
 }
 static inline rf_attr_t gb_attr_float(const char *name, double f) {
-    rf_attr_t a;
-    memset(&a, 0, sizeof a);
-    a.name = name;
-    a.type = RF_ATTR_FLOAT;
-    a.f = f;
-    return a;
+    return (rf_attr_t){.name = name, .type = RF_ATTR_FLOAT, .f = f};
 }
 static inline rf_attr_t gb_attr_ints(const char *name, int n, const int64_t *ints) {
-    rf_attr_t a;
-    memset(&a, 0, sizeof a);
-    a.name = name;
-    a.type = RF_ATTR_INTS;
-    a.ints = ints;
-    a.n = n;
-    return a;
+    return (rf_attr_t){.name = name, .type = RF_ATTR_INTS, .ints = ints, .n = n};
 }
 #define GB_ATTR_INTS(name, ...)                                                                    \
     gb_attr_ints((name), (int)(sizeof((int64_t[]){__VA_ARGS__}) / sizeof(int64_t)),                \
