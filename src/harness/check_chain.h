@@ -5,9 +5,8 @@
  * finite sentinel (each time after every SM's shared memory was filled with NaN). A row
  * passes when every element of Y is finite and within its bound of the reference, and the
  * replays agree bit for bit (also `replays` more, when asked). The chain the reference runs
- * is read back from what the package was built from: the chain_mma entry of the package's
- * kernel_spec.json and the weights in weights.bin at plan.json's "chain" offsets, its dtypes
- * checked against the precision rule.
+ * is read back from the package (plan.json's "chain" object and weights.bin:
+ * rf_chain_load_package), so no ONNX file is needed.
  *
  * Ownership: rf_check_chain_run allocates the results with the given allocator (rf_free).
  * A failure of one package or shape is recorded in its row (error text) and the job goes
