@@ -129,6 +129,17 @@ class RowSoftmax(nn.Module):
         return torch.softmax(x, dim=0)
 
 
+class FeatureSoftmax(nn.Module):
+    """Row-owned (softmax over each row's features) but no stage rowfuse compiles."""
+
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(CHANNELS, CHANNELS)
+
+    def forward(self, x):
+        return torch.softmax(self.lin(x), dim=-1)
+
+
 class SelfAttention(nn.Module):
     """X @ X^T: every row attends to every other row."""
 
@@ -242,6 +253,10 @@ def row_softmax():
     return _make(RowSoftmax)
 
 
+def feature_softmax():
+    return _make(FeatureSoftmax)
+
+
 def self_attention():
     return _make(SelfAttention)
 
@@ -284,6 +299,7 @@ ACCEPTED = [
     "silu_explicit_mlp",
     "layernorm_mlp",
     "add_channel_mean",
+    "feature_softmax",
 ]
 
 REJECTED = [

@@ -152,13 +152,15 @@ def test_auto_tiles_follow_the_rows(tmp_path):
 
 
 def test_compile_rejects_other_graphs(tmp_path):
-    """A row-owned graph that is not the residual MLP compiles to a clear UNSUPPORTED."""
+    """A row-owned graph with a stage rowfuse does not compile is refused, naming the stage
+    and the node (blocks that are chains compile: tests/python/test_chain_compile.py)."""
     from models import ROWS
 
-    model = export("models:gelu_mlp", ROWS, tmp_path / "g.onnx")
+    model = export("models:feature_softmax", ROWS, tmp_path / "g.onnx")
     p = rowfuse("compile", model, "--rows", ROWS, "-o", tmp_path / "pkg")
     assert p.returncode == 1, p.stderr
-    assert "residual MLP" in p.stderr
+    assert "Softmax over features is not a stage rowfuse compiles" in p.stderr
+    assert "(Softmax)" in p.stderr
 
 
 def test_compile_bad_options(tmp_path):
