@@ -88,7 +88,8 @@ def test_choose_never_keeps_a_candidate_that_fails_its_check_or_compile(clock):
     fn, rec = _choose(fake)
     runs = rec["candidates"]
     assert runs[3]["error"] == "check: 0.9 steps off" and "span_us" not in runs[3]
-    assert runs[4]["error"] == "RuntimeError: compile 4 broke" and "span_us" not in runs[4]
+    assert runs[4]["error"] == "RuntimeError: compile 4 broke | second line"
+    assert "span_us" not in runs[4]
     assert rec["chosen"] == 2 and fake.measured == [0, 1, 2]
     fake = _Fake([1.0, 1.0], fail_check={0, 1})
     fn, rec = _choose(fake, only=set(inductor.CANDIDATE_NAMES[:2]))
@@ -223,6 +224,7 @@ def test_report_renders_compile_candidates_and_xla():
                 {"name": "mm-fp32+cd", "compile_s": 9.0, "span_us": 5.9},
                 {"name": "upcast-tf32+cd", "compile_s": 3.0, "error": "check: 2 steps"},
                 {"name": "addmm-fp32+cd", "skipped": "compile budget of 40 s spent"},
+                {"name": "upcast-tf32+cd+tma", "compile_s": 0.1, "error": "E" * 200},
             ],
             "chosen": 1,
             "chosen_name": "mm-fp32+cd",
@@ -237,8 +239,10 @@ def test_report_renders_compile_candidates_and_xla():
     text = "\n".join(report.render_tuning([_doc([compiled, xla])]))
     assert "mm-fp32 (12.5 s, 6.40 us), mm-fp32+cd (9.0 s, 5.90 us)" in text
     assert "upcast-tf32+cd (3.0 s, check: 2 steps)" in text
-    assert "addmm-fp32+cd (compile budget of 40 s spent); kept mm-fp32+cd" in text
+    assert "addmm-fp32+cd (compile budget of 40 s spent), upcast" in text
+    assert "...); kept mm-fp32+cd" in text
     assert "by graph-replay GPU span (CUPTI), median" in text
+    assert f"upcast-tf32+cd+tma (0.1 s, {'E' * 87}...)" in text  # long errors cut
     assert (
         "XLA (jax.jit): jax 0.11.0, compile-time GEMM autotuning" in text
         and "3 kernel(s) per call" in text

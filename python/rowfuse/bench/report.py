@@ -461,6 +461,7 @@ def _tuning_line(v) -> str | None:
                 what = f"{r['span_us']:.2f} us"
             else:
                 what = r.get("error") or r.get("skipped") or "not timed"
+                what = what if len(what) <= 90 else what[:87] + "..."  # the JSON has it all
             compile_s = f"{r['compile_s']} s, " if "compile_s" in r else ""
             parts.append(f"{r['name']} ({compile_s}{what})")
         kept = f"; kept {t['chosen_name']}" if "chosen_name" in t else "; none kept"
