@@ -19,7 +19,8 @@
  * f32, every row from its own input row. Their weights are two
  * flat device arrays, `wh` (fp16: every W) and `wf` (f32: biases, norm gains), at the element
  * offsets the kernel was specialised for (plan.json "chain"); they are launched through
- * rf_pkg_launch_chain with rf_chain_args_t. rf_pkg_launch on a chain kernel (and
+ * rf_pkg_launch_chain with rf_chain_args_t (chain_stream kernels, which split an FFN's
+ * hidden dimension over every SM, with a scratch buffer). rf_pkg_launch on a chain kernel (and
  * rf_pkg_launch_chain on an MLP kernel) returns cudaErrorInvalidValue. For a chain package
  * rf_pkg_channels / rf_pkg_hidden return the chain's input and output widths (C, N_out).
  *
@@ -40,7 +41,7 @@
 extern "C" {
 #endif
 
-#define RF_KERNEL_ABI_VERSION 3
+#define RF_KERNEL_ABI_VERSION 4
 
 typedef struct rf_mlp_args {
     const void *x;
@@ -55,13 +56,19 @@ typedef struct rf_mlp_args {
 
 /* The arguments of a chain kernel (row-major, contiguous, 16-byte aligned device pointers):
  * x [M, C] fp16, wh fp16 and wf f32 (the package's two weight arrays, whole), y [M, N_out]
- * f32. */
+ * f32. chain_stream kernels (ABI version 4) also take `scratch`, scratch_bytes of device
+ * memory for their cross-block partials and counters (its layout and size: plan.json's
+ * kernel entry, "scratch_partial_per_row" fp32 per row then "scratch_counters_per_tile"
+ * int32 per row tile; the counters zero before the first launch, and every launch leaves
+ * them zero); chain_mma kernels ignore both. */
 typedef struct rf_chain_args {
     const void *x;
     const void *wh;
     const float *wf;
     float *y;
     int64_t rows;
+    void *scratch;
+    int64_t scratch_bytes;
 } rf_chain_args_t;
 
 /* Function types, with the exported symbol names. */

@@ -238,7 +238,8 @@ static rf_status_t compile_chain(compile_args_t *c, int *chain) {
     rf_status_t st = rf_compile_chain_model(c->model, &o, chain, p);
     if (!st && *chain) {
         printf("compiled the chain of %s into %s\n", c->model, o.out_dir);
-        printf("  kernel %s (chain_mma): %s\n", p->name, p->reason);
+        printf("  kernel %s (%s): %s\n", p->name,
+               strncmp(p->name, "stream_", 7) ? "chain_mma" : "chain_stream", p->reason);
         printf("  %d registers, %d blocks per SM; wh %lld fp16, wf %lld fp32 weights\n",
                p->registers, p->blocks_per_sm, (long long)p->wh_elems, (long long)p->wf_elems);
     }

@@ -19,6 +19,7 @@
 #include "base/json.h"
 #include "base/tool.h"
 #include "compile/chain_plan.h"
+#include "compile/chain_stream.h"
 #include "compile/compile_internal.h"
 #include "rowfuse/onnx.h"
 #include "rowfuse/tensor.h"
@@ -212,6 +213,16 @@ static void write_stages(rf_json_writer_t *w, const rf_chain_plan_t *p) {
     rf_json_array_end(w);
 }
 
+void rf_chain_json_target(rf_json_writer_t *w, const rf_target_t *t) {
+    write_target(w, t);
+}
+void rf_chain_json_values(rf_json_writer_t *w, const rf_chain_plan_t *p, int with_layout) {
+    write_values(w, p, with_layout);
+}
+void rf_chain_json_stages(rf_json_writer_t *w, const rf_chain_plan_t *p) {
+    write_stages(w, p);
+}
+
 /* The chain_mma kernel entry (kernel_spec.json; plan.json adds the facts). */
 static void write_kernel(rf_json_writer_t *w, const rf_chain_plan_t *p, int with_facts) {
     rf_json_object_begin(w);
@@ -381,26 +392,35 @@ static rf_status_t compile_chain(const rf_chain_t *c, const rf_compile_options_t
     int64_t wh_off = 0, wf_off = 0;
     if (!o->out_dir || !o->out_dir[0])
         return RF_ERR(RF_CODE_INVALID_ARGUMENT, "no output directory (-o)");
-    if (o->schedule && strcmp(o->schedule, "auto") != 0 && strcmp(o->schedule, "chain") != 0)
+    if (o->schedule && strcmp(o->schedule, "auto") != 0 && strcmp(o->schedule, "chain") != 0 &&
+        strcmp(o->schedule, "chain-stream") != 0)
         return RF_ERR(RF_CODE_INVALID_ARGUMENT,
-                      "--schedule %s: the model is a chain, whose one schedule is its chain_mma "
-                      "kernel (the MLP schedules apply to the residual MLP)",
+                      "--schedule %s: the model is a chain, whose schedules are chain (its "
+                      "chain_mma kernel) and chain-stream (the weight-streaming kernel of an FFN "
+                      "at few rows); the MLP schedules apply to the residual MLP",
                       o->schedule);
     RF_RETURN_IF_ERROR_PLAIN(rf_target_lookup(o->target ? o->target : "h200", &t));
     if (o->sm_count > 0)
         t.sm_count = o->sm_count;
-    RF_RETURN_IF_ERROR_PLAIN(rf_chain_plan_make(
-        c, o->rows > 0 ? o->rows : (c->rows > 0 ? c->rows : 1), &t, o->tile_rows, p));
+    int64_t rows = o->rows > 0 ? o->rows : (c->rows > 0 ? c->rows : 1);
+    rf_status_t mma = rf_chain_plan_make(c, rows, &t, o->tile_rows, p);
+    /* the weight-streaming schedule (compile/chain_stream.h) where it applies and wins, or
+     * where chain_mma does not fit */
+    rf_chain_stream_plan_t sp;
+    int stream = 0;
+    RF_RETURN_IF_ERROR_PLAIN(rf_chain_stream_choose(c, o, rows, &t, mma, p, &sp, &stream));
     RF_RETURN_IF_ERROR_PLAIN(make_dir(o->out_dir));
     snprintf(path, sizeof path, "%s/weights.bin", o->out_dir);
     RF_RETURN_IF_ERROR_PLAIN(rf_chain_weights_write(p, path, &wh_off, &wf_off));
     snprintf(path, sizeof path, "%s/kernel_spec.json", o->out_dir);
-    RF_RETURN_IF_ERROR_PLAIN(rf_chain_spec_write(p, path));
+    RF_RETURN_IF_ERROR_PLAIN(stream ? rf_chain_stream_spec_write(p, &sp, path)
+                                    : rf_chain_spec_write(p, path));
     RF_RETURN_IF_ERROR_PLAIN(run_generator(o));
     snprintf(path, sizeof path, "%s/kernels.json", o->out_dir);
     RF_RETURN_IF_ERROR_PLAIN(read_facts(path, p));
     snprintf(path, sizeof path, "%s/plan.json", o->out_dir);
-    return rf_chain_plan_write(p, o->model, wh_off, wf_off, path);
+    return stream ? rf_chain_stream_plan_write(p, &sp, o->model, wh_off, wf_off, path)
+                  : rf_chain_plan_write(p, o->model, wh_off, wf_off, path);
 }
 
 rf_status_t rf_compile_chain_model(const char *model, const rf_compile_options_t *o,

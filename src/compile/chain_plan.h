@@ -29,6 +29,7 @@
 
 #include <stdint.h>
 
+#include "base/json.h"
 #include "chain/chain.h"
 #include "rowfuse/compile.h"
 #include "rowfuse/plan.h"
@@ -69,6 +70,12 @@ typedef struct rf_chain_plan {
 rf_status_t rf_chain_plan_make(const rf_chain_t *c, int64_t rows, const rf_target_t *t,
                                int tile_rows, rf_chain_plan_t *out_plan);
 
+/* The files (chain_package.c). The JSON pieces are shared with the chain_stream writer
+ * (chain_stream.c): the target object, the "values" list (with the shared-memory layout or
+ * not) and the "stages" list, each as a key of the open object. */
+void rf_chain_json_target(rf_json_writer_t *w, const rf_target_t *t);
+void rf_chain_json_values(rf_json_writer_t *w, const rf_chain_plan_t *p, int with_layout);
+void rf_chain_json_stages(rf_json_writer_t *w, const rf_chain_plan_t *p);
 /* The files (chain_package.c). */
 rf_status_t rf_chain_weights_write(const rf_chain_plan_t *p, const char *path,
                                    int64_t *out_wh_offset, int64_t *out_wf_offset);

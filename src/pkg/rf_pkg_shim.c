@@ -9,7 +9,9 @@
  * plan.json. Never prints; errors are returned as CUDA error numbers.
  * A package with chain kernels (mode chain_mma) lists them in RF_PKG_CHAIN_KERNELS(X)
  * instead, and every kernel, in plan.json's order, in RF_PKG_KERNEL_LIST(X, C) (X for an
- * MLP kernel, C for a chain kernel); a table without these has MLP kernels only.
+ * MLP kernel, C for a chain kernel); a table without these has MLP kernels only. Chain kernels
+ * of mode chain_stream are listed in RF_PKG_STREAM_KERNELS(X) (not RF_PKG_CHAIN_KERNELS):
+ * their launcher also passes the scratch buffer.
  */
 #include <stddef.h>
 #include <stdint.h>
@@ -31,6 +33,9 @@ static int rf_pkg_first_error;
 
 #ifndef RF_PKG_CHAIN_KERNELS
 #define RF_PKG_CHAIN_KERNELS(X)
+#endif
+#ifndef RF_PKG_STREAM_KERNELS
+#define RF_PKG_STREAM_KERNELS(X)
 #endif
 #ifndef RF_PKG_KERNEL_LIST
 #define RF_PKG_KERNEL_LIST(X, C) RF_PKG_KERNELS(X)
@@ -67,6 +72,10 @@ static int rf_pkg_fault_init(void) {
 #define RF_PKG_STREAM(st) (st)
 #endif
 
+static int rf_pkg_aligned(const void *p) {
+    return ((uintptr_t)p & 15u) == 0;
+}
+
 typedef int (*rf_pkg_launcher_t)(const rf_mlp_args_t *a, int32_t rows, int32_t grid,
                                  cudaStream_t stream);
 typedef int (*rf_pkg_chain_launcher_t)(const rf_chain_args_t *a, int32_t rows, int32_t grid,
@@ -75,6 +84,7 @@ typedef int (*rf_pkg_chain_launcher_t)(const rf_chain_args_t *a, int32_t rows, i
 #define RF_PKG_MODULE(p) static p##_Kernel_Module_t p##_mod;
 RF_PKG_KERNELS(RF_PKG_MODULE)
 RF_PKG_CHAIN_KERNELS(RF_PKG_MODULE)
+RF_PKG_STREAM_KERNELS(RF_PKG_MODULE)
 
 /* One launcher per kernel: wraps the device pointers in the exported tensor structs (rows
  * is the one dynamic extent) and calls the exported wrapper. */
@@ -105,6 +115,24 @@ RF_PKG_KERNELS(RF_PKG_LAUNCHER)
                                            RF_PKG_STREAM(st));                                     \
     }
 RF_PKG_CHAIN_KERNELS(RF_PKG_CHAIN_LAUNCHER)
+
+/* A chain_stream kernel's launcher: the chain arguments and the scratch buffer (fp32 view,
+ * its extent in elements); no scratch, or one not 16-byte aligned, is refused. */
+#define RF_PKG_STREAM_LAUNCHER(p)                                                                  \
+    static int p##_launch_chain(const rf_chain_args_t *a, int32_t rows, int32_t grid,              \
+                                cudaStream_t st) {                                                 \
+        if (!a->scratch || !rf_pkg_aligned(a->scratch) || a->scratch_bytes < 4 ||                  \
+            a->scratch_bytes / 4 > INT32_MAX)                                                      \
+            return (int)cudaErrorInvalidValue;                                                     \
+        p##_Tensor_mX_t x = {(void *)a->x, {rows}};                                                \
+        p##_Tensor_mWh_t wh = {(void *)a->wh};                                                     \
+        p##_Tensor_mWf_t wf = {(void *)a->wf};                                                     \
+        p##_Tensor_mY_t y = {(void *)a->y, {rows}};                                                \
+        p##_Tensor_mS_t s = {a->scratch, {(int32_t)(a->scratch_bytes / 4)}};                       \
+        return (int)cute_dsl_##p##_wrapper(&p##_mod, &x, &wh, &wf, &y, &s, rows, grid,             \
+                                           RF_PKG_STREAM(st));                                     \
+    }
+RF_PKG_STREAM_KERNELS(RF_PKG_STREAM_LAUNCHER)
 
 #define RF_PKG_ENTRY(p) {#p, p##_launch, NULL},
 #define RF_PKG_CHAIN_ENTRY(p) {#p, NULL, p##_launch_chain},
@@ -150,6 +178,7 @@ int rf_pkg_init(void) {
 #define RF_PKG_LOAD(p) p##_Kernel_Module_Load(&p##_mod);
     RF_PKG_KERNELS(RF_PKG_LOAD)
     RF_PKG_CHAIN_KERNELS(RF_PKG_LOAD)
+    RF_PKG_STREAM_KERNELS(RF_PKG_LOAD)
 #undef RF_PKG_LOAD
     if (rf_pkg_first_error != 0)
         return rf_pkg_first_error;
@@ -157,10 +186,6 @@ int rf_pkg_init(void) {
         return rf_pkg_first_error;
     rf_pkg_ready = 1;
     return 0;
-}
-
-static int rf_pkg_aligned(const void *p) {
-    return ((uintptr_t)p & 15u) == 0;
 }
 
 int rf_pkg_launch(int index, const rf_mlp_args_t *a, int32_t grid, void *stream) {

@@ -2,7 +2,9 @@
  * plan.json, dlopens the package's kernel library and resolves rf_pkg_launch_chain
  * (rowfuse/kernel_abi.h), uploads the two weight arrays wh / wf from weights.bin, and
  * captures one launch of the chain kernel, on the plan's grid for the row count, into a
- * CUDA Graph on the caller's stream. */
+ * CUDA Graph on the caller's stream. A chain_stream kernel (an FFN split over every SM) runs
+ * on its plan's fixed grid with a scratch buffer the exec allocates for its rows: fp32
+ * partials, then int32 counters zeroed once here (every launch leaves them zero). */
 #define _POSIX_C_SOURCE 200809L
 #include <cjson/cJSON.h>
 #include <dlfcn.h>
@@ -28,6 +30,10 @@ struct rf_chain_pkg {
     void *handle;
     rf_pkg_launch_chain_fn launch;
     int initialized;
+    int stream;                /* a chain_stream kernel: fixed grid, scratch */
+    int32_t stream_grid;       /* its grid (one block per hidden slice) */
+    int64_t partial_per_row;   /* fp32 elements of scratch per row */
+    int64_t counters_per_tile; /* int32 counters per row tile */
 };
 
 struct rf_chain_exec {
@@ -37,6 +43,8 @@ struct rf_chain_exec {
     int32_t grid;
     void *x, *wh, *y;
     float *wf;
+    void *scratch; /* chain_stream: partials then counters */
+    int64_t scratch_bytes, partial_bytes;
     cudaGraph_t graph;
     cudaGraphExec_t exec;
     int nodes, kernel_nodes;
@@ -187,7 +195,8 @@ static rf_status_t read_chain_plan(const chain_reader_t *r, const cJSON *root, r
         const cJSON *bal = cJSON_GetObjectItemCaseSensitive(k, "grid_balanced");
         char w[32];
         int64_t tile, bps;
-        if (!cJSON_IsString(mode) || strcmp(mode->valuestring, "chain_mma") != 0)
+        if (!cJSON_IsString(mode) || (strcmp(mode->valuestring, "chain_mma") != 0 &&
+                                      strcmp(mode->valuestring, "chain_stream") != 0))
             continue;
         snprintf(w, sizeof w, "kernels[%d].", i);
         if ((st = str(r, k, w, "name", c->kernel.name, sizeof c->kernel.name)) ||
@@ -200,9 +209,19 @@ static rf_status_t read_chain_plan(const chain_reader_t *r, const cJSON *root, r
         c->kernel.cluster_h = 1;
         c->kernel_index = i;
         found = 1;
+        c->stream = !strcmp(mode->valuestring, "chain_stream");
+        if (c->stream) {
+            int64_t grid;
+            if ((st = num(r, k, w, "grid", 1, 1 << 30, &grid)) ||
+                (st = num(r, k, w, "scratch_partial_per_row", 1, INT32_MAX, &c->partial_per_row)) ||
+                (st = num(r, k, w, "scratch_counters_per_tile", 1, 1 << 20, &c->counters_per_tile)))
+                return st;
+            c->stream_grid = (int32_t)grid;
+        }
     }
     if (!found)
-        return RF_ERR(RF_CODE_PARSE_ERROR, "%s: \"kernels\" lists no chain_mma kernel", r->path);
+        return RF_ERR(RF_CODE_PARSE_ERROR,
+                      "%s: \"kernels\" lists no chain_mma or chain_stream kernel", r->path);
     return RF_OK;
 }
 
@@ -347,7 +366,15 @@ int64_t rf_chain_pkg_out_width(const rf_chain_pkg_t *c) {
     return c->out_width;
 }
 int32_t rf_chain_pkg_grid(const rf_chain_pkg_t *c, int64_t rows) {
-    return rf_plan_grid(&c->grid_plan, &c->kernel, rows);
+    return c->stream ? c->stream_grid : rf_plan_grid(&c->grid_plan, &c->kernel, rows);
+}
+
+/* Scratch bytes of a chain_stream launch at `rows` (0 for chain_mma). */
+static int64_t stream_scratch_bytes(const rf_chain_pkg_t *c, int64_t rows) {
+    if (!c->stream)
+        return 0;
+    int64_t tiles = (rows + c->kernel.tile_rows - 1) / c->kernel.tile_rows;
+    return 4 * (rows * c->partial_per_row + tiles * c->counters_per_tile);
 }
 
 rf_status_t rf_chain_pkg_launch(const rf_chain_pkg_t *c, const rf_chain_args_t *args,
@@ -362,6 +389,12 @@ rf_status_t rf_chain_pkg_launch(const rf_chain_pkg_t *c, const rf_chain_args_t *
         return RF_ERR(RF_CODE_SHAPE_ERROR,
                       "%s: %lld rows; expected >= 1 with rows * max(C, N_out) <= 2^31 - 1",
                       c->kernel.name, (long long)args->rows);
+    if (c->stream && (!args->scratch || args->scratch_bytes < stream_scratch_bytes(c, args->rows)))
+        return RF_ERR(RF_CODE_INVALID_ARGUMENT,
+                      "%s is a chain_stream kernel: it needs %lld bytes of scratch at %lld rows "
+                      "(args.scratch, counters zeroed before the first launch), got %lld",
+                      c->kernel.name, (long long)stream_scratch_bytes(c, args->rows),
+                      (long long)args->rows, (long long)args->scratch_bytes);
     err = c->launch(c->kernel_index, args, rf_chain_pkg_grid(c, args->rows), stream);
     if (err != 0) {
         char call[160];
@@ -415,6 +448,17 @@ static rf_status_t upload_weights(const rf_chain_pkg_t *c, void *dst, int64_t of
     return st;
 }
 
+/* chain_stream: the scratch for the exec's rows, zeroed (the counters must start at 0). */
+static rf_status_t alloc_scratch(rf_chain_exec_t *e) {
+    e->scratch_bytes = stream_scratch_bytes(e->pkg, e->rows);
+    e->partial_bytes = e->pkg->stream ? 4 * e->rows * e->pkg->partial_per_row : 0;
+    if (!e->scratch_bytes)
+        return RF_OK;
+    RF_RETURN_IF_ERROR_PLAIN(dev_alloc(&e->scratch, e->scratch_bytes, 1, "chain_stream scratch"));
+    RF_CUDA(cudaMemset(e->scratch, 0, (size_t)e->scratch_bytes));
+    return RF_OK;
+}
+
 static rf_status_t count_nodes(rf_chain_exec_t *e) {
     size_t n = 0;
     cudaGraphNode_t nodes[16];
@@ -436,7 +480,8 @@ static rf_status_t count_nodes(rf_chain_exec_t *e) {
 }
 
 rf_status_t rf_chain_launch(rf_chain_exec_t *e, void *stream) {
-    rf_chain_args_t args = {e->x, e->wh, e->wf, (float *)e->y, e->rows};
+    rf_chain_args_t args = {e->x,    e->wh,      e->wf,           (float *)e->y,
+                            e->rows, e->scratch, e->scratch_bytes};
     int err;
     if (!e->pkg->initialized)
         return RF_ERR(RF_CODE_INVALID_ARGUMENT, "chain package %s is not initialised", e->pkg->dir);
@@ -488,6 +533,7 @@ void rf_chain_exec_destroy(rf_chain_exec_t *e) {
     (void)cudaFree(e->wh);
     (void)cudaFree(e->wf);
     (void)cudaFree(e->y);
+    (void)cudaFree(e->scratch);
     rf_free(e->allocator, e);
 }
 
@@ -519,7 +565,8 @@ rf_status_t rf_chain_exec_create(rf_allocator_t a, rf_chain_pkg_t *c, int64_t ro
         !(st = dev_alloc(&e->wh, c->wh_elems, 2, "wh")) &&
         !(st = dev_alloc((void **)&e->wf, c->wf_elems, 4, "wf")) &&
         !(st = upload_weights(c, e->wh, c->wh_offset, (size_t)c->wh_elems * 2, "wh")) &&
-        !(st = upload_weights(c, e->wf, c->wf_offset, (size_t)c->wf_elems * 4, "wf")))
+        !(st = upload_weights(c, e->wf, c->wf_offset, (size_t)c->wf_elems * 4, "wf")) &&
+        !(st = alloc_scratch(e)))
         st = capture(e, stream);
     if (st) {
         rf_chain_exec_destroy(e);
@@ -538,6 +585,10 @@ rf_status_t rf_chain_exec_upload_x(rf_chain_exec_t *e, const uint16_t *x) {
 rf_status_t rf_chain_exec_fill_y(rf_chain_exec_t *e, unsigned char byte, void *stream) {
     RF_CUDA(cudaMemsetAsync(e->y, byte, (size_t)(e->rows * e->pkg->out_width) * 4,
                             (cudaStream_t)stream));
+    /* chain_stream: the partials too (a reducer that reads one before it is written then
+     * reads the fill, not the previous launch's equal value); never the counters */
+    if (e->partial_bytes)
+        RF_CUDA(cudaMemsetAsync(e->scratch, byte, (size_t)e->partial_bytes, (cudaStream_t)stream));
     return rf_device_poison_smem(stream);
 }
 

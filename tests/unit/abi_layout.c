@@ -30,7 +30,7 @@ int main(void) {
     END();
     BEGIN(rf_chain_args_t);
     F(rf_chain_args_t, x), F(rf_chain_args_t, wh), F(rf_chain_args_t, wf), F(rf_chain_args_t, y);
-    F(rf_chain_args_t, rows);
+    F(rf_chain_args_t, rows), F(rf_chain_args_t, scratch), F(rf_chain_args_t, scratch_bytes);
     END();
     BEGIN(rf_device_info_t);
     F(rf_device_info_t, ordinal), F(rf_device_info_t, name), F(rf_device_info_t, cc_major);

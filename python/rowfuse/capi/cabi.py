@@ -36,7 +36,15 @@ class MlpArgs(ctypes.Structure):  # rf_mlp_args_t, rowfuse/kernel_abi.h
 
 
 class ChainArgs(ctypes.Structure):  # rf_chain_args_t, rowfuse/kernel_abi.h
-    _fields_ = [("x", c_ptr), ("wh", c_ptr), ("wf", c_ptr), ("y", c_ptr), ("rows", c_i64)]
+    _fields_ = [
+        ("x", c_ptr),
+        ("wh", c_ptr),
+        ("wf", c_ptr),
+        ("y", c_ptr),
+        ("rows", c_i64),
+        ("scratch", c_ptr),
+        ("scratch_bytes", c_i64),
+    ]
 
 
 class DeviceInfo(ctypes.Structure):  # rf_device_info_t, rowfuse/runtime.h

@@ -80,6 +80,7 @@ def make_kernel(k: dict, smem_row_pad: int):
     family for fused_wgmma, the chain generator for chain_mma, the mma.sync family for the
     others); each checks its entry."""
     from rowfuse.kernels import chain_mma as cm  # noqa: PLC0415
+    from rowfuse.kernels import chain_stream as cs  # noqa: PLC0415
     from rowfuse.kernels import rowfuse_hopper as rh  # noqa: PLC0415
     from rowfuse.kernels import rowfuse_kernels as rk  # noqa: PLC0415
 
@@ -87,11 +88,19 @@ def make_kernel(k: dict, smem_row_pad: int):
         return rh.WgmmaMlpKernel(rh.HopperPlan.from_spec(k))
     if k.get("mode") == cm.MODE:
         return cm.ChainKernel(cm.ChainPlan.from_spec(k, smem_row_pad))
+    if k.get("mode") == cs.MODE:
+        return cs.StreamKernel(cs.StreamPlan.from_spec(k, smem_row_pad))
     return rk.MlpKernel(rk.Plan.from_spec(k, smem_row_pad))
 
 
 def _is_chain(k: dict) -> bool:
-    return k.get("mode") == "chain_mma"
+    """A chain kernel (launched through rf_pkg_launch_chain): chain_mma or chain_stream."""
+    return k.get("mode") in ("chain_mma", "chain_stream")
+
+
+def _is_stream(k: dict) -> bool:
+    """A chain_stream kernel: its launcher also passes the scratch buffer."""
+    return k.get("mode") == "chain_stream"
 
 
 def compile_kernel(kern, arch: str, kdir: str, dump_root: str) -> dict:
@@ -102,6 +111,7 @@ def compile_kernel(kern, arch: str, kdir: str, dump_root: str) -> dict:
     from cutlass.cute.runtime import make_fake_compact_tensor  # noqa: PLC0415
 
     from rowfuse.kernels import chain_mma as cm  # noqa: PLC0415
+    from rowfuse.kernels import chain_stream as cs  # noqa: PLC0415
 
     plan = kern.p
     f16, f32 = cutlass.Float16, cutlass.Float32
@@ -112,6 +122,8 @@ def compile_kernel(kern, arch: str, kdir: str, dump_root: str) -> dict:
 
     if isinstance(kern, cm.ChainKernel):
         args = cm.compile_args(plan)
+    elif isinstance(kern, cs.StreamKernel):
+        args = cs.compile_args(plan)
     else:
         c, h = plan.channels, plan.hidden
         rows = cute.SymInt()
@@ -143,6 +155,8 @@ def compile_kernel(kern, arch: str, kdir: str, dump_root: str) -> dict:
         "ptx_cp_async": ptx.count("cp.async.") - ptx.count("cp.async.bulk"),
         "ptx_wgmma": ptx.count("wgmma.mma_async"),
         "ptx_tma": ptx.count("cp.async.bulk.tensor"),
+        "ptx_atomic": ptx.count("atom.") + ptx.count("red."),
+        "ptx_fence": ptx.count("fence.") + ptx.count("membar."),
         "compile_seconds": round(time.time() - t0, 2),
         "files": files,
     }
@@ -210,12 +224,14 @@ def cubin_registers(path: str) -> int | None:
 
 def write_table(pkg: str, spec: dict) -> str:
     """rf_pkg_table.h: the package's kernel table for the checked-in shim. MLP kernels are
-    listed by RF_PKG_KERNELS(X), chain kernels by RF_PKG_CHAIN_KERNELS(X) (their launchers
-    take other arguments), and RF_PKG_KERNEL_LIST(X, C) gives every kernel in the spec's
-    (plan.json's) order. A chain package's shape is its chain's input and output widths."""
+    listed by RF_PKG_KERNELS(X), chain_mma kernels by RF_PKG_CHAIN_KERNELS(X) and chain_stream
+    kernels by RF_PKG_STREAM_KERNELS(X) (their launchers take other arguments), and
+    RF_PKG_KERNEL_LIST(X, C) gives every kernel in the spec's (plan.json's) order. A chain
+    package's shape is its chain's input and output widths."""
     names = [k["name"] for k in spec["kernels"]]
     mlp = [k["name"] for k in spec["kernels"] if not _is_chain(k)]
     chain = [k for k in spec["kernels"] if _is_chain(k)]
+    stream = [k["name"] for k in chain if _is_stream(k)]
     width_in = chain[0]["in_width"] if chain else spec["channels"]
     width_out = chain[0]["out_width"] if chain else spec["hidden"]
     lines = [
@@ -226,7 +242,11 @@ def write_table(pkg: str, spec: dict) -> str:
     ]
     lines += [f'#include "kernels/{n}.h"' for n in names]
     lines.append("#define RF_PKG_KERNELS(X) " + " ".join(f"X({n})" for n in mlp))
-    lines.append("#define RF_PKG_CHAIN_KERNELS(X) " + " ".join(f"X({k['name']})" for k in chain))
+    lines.append(
+        "#define RF_PKG_CHAIN_KERNELS(X) "
+        + " ".join(f"X({k['name']})" for k in chain if not _is_stream(k))
+    )
+    lines.append("#define RF_PKG_STREAM_KERNELS(X) " + " ".join(f"X({n})" for n in stream))
     order = " ".join(
         f"C({k['name']})" if _is_chain(k) else f"X({k['name']})" for k in spec["kernels"]
     )

@@ -1,0 +1,665 @@
+"""CuTe DSL generator of `chain_stream` kernels: an FFN-shaped chain at decode-sized row
+counts, its weights streamed once over every SM in one launch (kernel_spec.json "mode":
+"chain_stream"; src/compile/chain_stream.h decides every number, this module checks and
+composes them).
+
+Chain: [norm] -> first (linear with activations, or gated) -> hidden h (fp16) -> second
+(linear with act / add-X epilogue) -> Y (fp32). Block b of `blocks` owns hidden columns
+[b * slice, (b + 1) * slice). Per row tile (`tile_rows` rows, rows padded to 16):
+  1. X is staged into shared memory with cp.async (zero outside [rows, C]); the first
+     weight tiles are requested right after it, before it has arrived. A norm is recomputed
+     per block in place (one warp per row, fp32 statistics, fp16 result).
+  2. The slice of W1 (Wg and Wu) streams through a `weight_buffers`-deep cp.async ring in
+     [k_chunk1 x n_chunk1] tiles: ldmatrix + mma.sync m16n8k16, fp32 accumulators; the
+     hidden slice (bias, activation or act(g) * u) is rounded to fp16 in shared memory,
+     zero past H.
+  3. The block's rows of W2 stream through the same ring in [k_chunk2 x n_chunk2] tiles;
+     per output chunk j (the blocks start at chunk b mod n_chunks2) the block's partial
+     [rows, n_chunk2] (fp32) goes to scratch[b, row, col]; every thread fences (release,
+     gpu scope), the block synchronises, one thread adds 1 to chunk j's counter (acq_rel,
+     gpu scope); the block that takes it to `blocks` fences again (acquire) and reduces the
+     chunk over blocks 0, 1, ..., blocks - 1 in that order, adds b2, applies the epilogue
+     (act, + X), writes Y and resets the counter to 0 for the next launch.
+The ring is one cp.async group per tile: tile t waits for all but the newest
+weight_buffers - 2 groups, one block barrier, then tile t + weight_buffers - 1 is issued
+into the buffer tile t - 1 used (every warp has passed the barrier after reading it).
+
+Why mma.sync with rows padded to 16 rather than CUDA cores: the error model of the chain
+reference counts a dot product as 16-product MMA steps (src/chain/chain.h); the same
+instruction keeps this kernel inside it at every row count up to 64, where CUDA-core FMAs
+would need another bound and would be compute-bound at 16 rows or more.
+
+Scratch (fp32 [blocks, rows, N] partials at element 0, then int32 counters [row tiles,
+n_chunks2]) is the runtime's; it zeroes the counters once.
+
+Planted faults (tests of the checks only): stream_no_fence (neither fence, relaxed
+counter), stream_early_reduce (the first block to arrive reduces, before the others'
+partials are written).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import cuda.bindings.driver as cuda
+import cutlass
+import cutlass.cute as cute
+from cutlass.cute.nvgpu import warp
+
+from rowfuse.kernels.chain_mma import _act, _int, _stage_from_spec
+from rowfuse.kernels.rowfuse_kernels import SpecError, TileOps, _vec_elems
+
+MODE = "chain_stream"
+FAULTS = ("", "stream_no_fence", "stream_early_reduce")
+
+
+def _up(a: int, b: int) -> int:
+    return (a + b - 1) // b * b
+
+
+@dataclass(frozen=True)
+class StreamPlan:
+    """Compile-time geometry of one chain_stream kernel, exactly as the C planner wrote it."""
+
+    name: str
+    in_width: int
+    out_width: int
+    hidden: int
+    tile_rows: int
+    warps: int
+    smem_bytes: int
+    blocks: int
+    slice: int
+    norm: object  # Stage or None
+    first: object
+    second: object
+    k_chunk1: int
+    n_chunk1: int
+    k_chunk2: int
+    n_chunk2: int
+    n_chunks2: int
+    weight_buffers: int
+    x_stride: int
+    x_offset: int
+    h_offset: int
+    h_stride: int
+    stats_offset: int
+    flag_offset: int
+    weight_smem_offset: int
+    ring_bytes: int
+    smem_pad: int
+    fault: str = ""
+
+    @property
+    def threads(self) -> int:
+        return 32 * self.warps
+
+    @property
+    def gated(self) -> bool:
+        return self.first.op == "gated"
+
+    @property
+    def x_cols(self) -> int:
+        return _up(self.in_width, self.k_chunk1)
+
+    @property
+    def warps_m(self) -> int:
+        m = self.tile_rows // 16
+        return max(d for d in range(1, m + 1) if m % d == 0 and d <= self.warps)
+
+    @property
+    def warps_n(self) -> int:
+        return self.warps // self.warps_m
+
+    def warps_n_of(self, n: int) -> int:
+        q = n // 16
+        return max(d for d in range(1, self.warps_n + 1) if q % d == 0)
+
+    @property
+    def tiles1(self) -> int:
+        return (self.slice // self.n_chunk1) * (self.x_cols // self.k_chunk1)
+
+    @property
+    def tiles2(self) -> int:
+        return self.n_chunks2 * (self.slice // self.k_chunk2)
+
+    def wh_extent(self) -> int:
+        ends = [8]
+        for s in (self.first, self.second):
+            for off in (s.w, s.wg, s.wu):
+                if off >= 0:
+                    ends.append(off + s.k * s.n)
+        return max(ends)
+
+    def wf_extent(self) -> int:
+        ends = [4]
+        for s in (self.first, self.second):
+            for off in (s.b, s.bg, s.bu):
+                if off >= 0:
+                    ends.append(off + s.n)
+        if self.norm is not None:
+            for off in (self.norm.gamma, self.norm.beta):
+                if off >= 0:
+                    ends.append(off + self.in_width)
+        return max(ends)
+
+    @classmethod
+    def from_spec(cls, k: dict, smem_pad: int) -> StreamPlan:
+        name = k.get("name", "?")
+        if k.get("mode") != MODE:
+            raise SpecError(f"{name}: mode {k.get('mode')!r} is not {MODE}")
+        stages = [_stage_from_spec(s, i, name) for i, s in enumerate(k.get("stages") or [])]
+        ints = {
+            key: _int(k, key, name)
+            for key in (
+                "in_width",
+                "out_width",
+                "tile_rows",
+                "warps",
+                "smem_bytes",
+                "blocks",
+                "slice",
+                "k_chunk1",
+                "n_chunk1",
+                "k_chunk2",
+                "n_chunk2",
+                "n_chunks2",
+                "weight_buffers",
+                "x_offset",
+                "x_stride",
+                "h_offset",
+                "h_stride",
+                "stats_offset",
+                "flag_offset",
+                "weight_smem_offset",
+                "ring_bytes",
+            )
+        }
+        norm, first, second = (_int(k, key, name) for key in ("norm", "first", "second"))
+        if not (len(stages) == second + 1 and first == second - 1 and norm in (-1, 0)):
+            raise SpecError(
+                f"{name}: norm/first/second {norm}/{first}/{second} do not index the "
+                f"{len(stages)} stages as [norm] -> first -> second"
+            )
+        if (norm == 0) != (first == 1):
+            raise SpecError(f"{name}: the first matmul follows the norm exactly when there is one")
+        fault = k.get("fault", "")
+        if fault not in FAULTS:
+            raise SpecError(f"{name}: fault {fault!r}; this generator plants {FAULTS[1:]}")
+        plan = cls(
+            name=name,
+            hidden=stages[first].n,
+            norm=stages[0] if norm == 0 else None,
+            first=stages[first],
+            second=stages[second],
+            smem_pad=smem_pad,
+            fault=fault,
+            **ints,
+        )
+        if _int(k, "threads", name) != plan.threads:
+            raise SpecError(f"{name}: threads {k['threads']} is not 32 * warps ({plan.threads})")
+        plan.check()
+        return plan
+
+    def check(self) -> None:
+        """Every rule the generator relies on; SpecError naming the first broken one."""
+        n, f, s, nm = self.name, self.first, self.second, self.norm
+        if self.tile_rows not in (16, 32, 64) or self.warps not in (4, 8):
+            raise SpecError(f"{n}: tile_rows {self.tile_rows} / warps {self.warps} unsupported")
+        if nm is not None and (nm.op != "norm" or nm.src != 0):
+            raise SpecError(f"{n}: stage 0 must be a norm of X")
+        src = 1 if nm is not None else 0
+        if f.op not in ("linear", "gated") or f.src != src or f.k != self.in_width:
+            raise SpecError(f"{n}: the first stage must be a linear or gated stage of value {src}")
+        if any(op != "act" for op, _ in f.epilogue):
+            raise SpecError(f"{n}: the first linear's epilogue may hold activations only")
+        if s.op != "linear" or s.src != f.dst or s.k != f.n or s.n != self.out_width:
+            raise SpecError(f"{n}: the second stage must be a linear of the hidden into Y")
+        if any(op == "mul" or (op == "add" and v != 0) for op, v in s.epilogue):
+            raise SpecError(f"{n}: the second linear's epilogue may hold act and add of X only")
+        for name, v in (("slice", self.slice), ("k_chunk1", self.k_chunk1),
+                        ("n_chunk1", self.n_chunk1), ("k_chunk2", self.k_chunk2),
+                        ("n_chunk2", self.n_chunk2)):  # fmt: skip
+            if v < 16 or v % 16:
+                raise SpecError(f"{n}: {name} {v} must be a positive multiple of 16")
+        if self.slice % self.n_chunk1 or self.slice % self.k_chunk2:
+            raise SpecError(f"{n}: slice {self.slice} must be whole n_chunk1 and k_chunk2")
+        if self.blocks * self.slice < self.hidden or (self.blocks - 1) * self.slice >= self.hidden:
+            raise SpecError(
+                f"{n}: {self.blocks} blocks of {self.slice} must cover hidden {self.hidden}, "
+                "every block holding a column"
+            )
+        if self.n_chunks2 * self.n_chunk2 < self.out_width:
+            raise SpecError(f"{n}: n_chunks2 x n_chunk2 does not cover out_width")
+        if self.weight_buffers < 2 or self.tiles1 + self.tiles2 < self.weight_buffers - 1:
+            raise SpecError(f"{n}: weight_buffers {self.weight_buffers} (2 or more, fewer tiles)")
+        mats = 2 if self.gated else 1
+        r1 = mats * self.k_chunk1 * (self.n_chunk1 + self.smem_pad) * 2
+        r2 = self.k_chunk2 * (self.n_chunk2 + self.smem_pad) * 2
+        regions = (
+            ("x", self.x_offset, self.tile_rows * self.x_stride * 2),
+            ("h", self.h_offset, self.tile_rows * self.h_stride * 2),
+            ("stats", self.stats_offset, self.tile_rows * 8),
+            ("flag", self.flag_offset, 16),
+            ("ring", self.weight_smem_offset, self.weight_buffers * self.ring_bytes),
+        )
+        for what, off, size in regions:
+            if off < 0 or off % 16 or off + size > self.smem_bytes:
+                raise SpecError(
+                    f"{n}: the {what} region [{off}, {off + size}) is not 16-byte "
+                    f"aligned or ends past smem_bytes {self.smem_bytes}"
+                )
+        ends = sorted((off, off + size) for _, off, size in regions)
+        if any(a[1] > b[0] for a, b in zip(ends, ends[1:], strict=False)):
+            raise SpecError(f"{n}: shared-memory regions overlap")
+        if self.ring_bytes < max(r1, r2) or self.ring_bytes % 16:
+            raise SpecError(f"{n}: ring_bytes {self.ring_bytes} < a tile ({max(r1, r2)} bytes)")
+        if self.x_stride < self.x_cols or (self.x_stride * 2) % 16:
+            raise SpecError(f"{n}: x_stride {self.x_stride} must cover {self.x_cols} columns")
+        if self.h_stride < self.slice or (self.h_stride * 2) % 16:
+            raise SpecError(f"{n}: h_stride {self.h_stride} must cover the slice")
+        for st in (f, s) + ((nm,) if nm is not None else ()):
+            for off in (st.w, st.wg, st.wu, st.b, st.bg, st.bu, st.gamma, st.beta):
+                if off >= 0 and off % 8:
+                    raise SpecError(f"{n}: weight offset {off} is not a multiple of 8 elements")
+
+
+class StreamKernel(TileOps):
+    """Generates the chain_stream kernel of a `StreamPlan` (see module docstring)."""
+
+    def __init__(self, plan: StreamPlan):
+        self.p = plan
+        self.threads = plan.threads
+        self.fault = ""  # TileOps' staging fault; this kernel's own are plan.fault
+        self.tm = plan.tile_rows
+
+    # ------------------------------------------------------------------ host side
+    @cute.jit
+    def __call__(
+        self,
+        mX: cute.Tensor,
+        mWh: cute.Tensor,
+        mWf: cute.Tensor,
+        mY: cute.Tensor,
+        mS: cute.Tensor,
+        rows: cutlass.Int32,
+        grid: cutlass.Int32,
+        stream: cuda.CUstream,
+    ):
+        self.kernel(mX, mWh, mWf, mY, mS, rows).launch(
+            grid=(grid, 1, 1), block=(self.threads, 1, 1), smem=self.p.smem_bytes, stream=stream
+        )
+
+    # ------------------------------------------------------------------ geometry helpers
+    def tiled(self, n: int):
+        """The tiled MMA over [tile_rows, n] and its ldmatrix copies (module docstring)."""
+        p, f16 = self.p, cutlass.Float16
+        wn = p.warps_n_of(n)
+        op = warp.MmaF16BF16Op(f16, cutlass.Float32, (16, 8, 16))
+        tiled_mma = cute.make_tiled_mma(
+            op, cute.make_layout((p.warps_m, wn, 1)), permutation_mnk=(p.warps_m * 16, wn * 16, 16)
+        )
+        s2r_a = cute.make_tiled_copy_A(
+            cute.make_copy_atom(warp.LdMatrix8x8x16bOp(False, 4), f16), tiled_mma
+        )
+        s2r_b = cute.make_tiled_copy_B(
+            cute.make_copy_atom(warp.LdMatrix8x8x16bOp(True, 4), f16), tiled_mma
+        )
+        return tiled_mma, s2r_a, s2r_b, 32 * p.warps_m * wn
+
+    def ring(self, base, mat: int, kc: int, nc: int):
+        """Ring tiles of matrix `mat` at [kc x nc]: [kc, nc, weight_buffers]."""
+        p = self.p
+        rs = nc + p.smem_pad
+        ptr = cute.recast_ptr(
+            base + p.weight_smem_offset + mat * kc * rs * 2, dtype=cutlass.Float16
+        )
+        return cute.make_tensor(
+            ptr, cute.make_layout((kc, nc, p.weight_buffers), stride=(rs, 1, p.ring_bytes // 2))
+        )
+
+    # ------------------------------------------------------------------ device side
+    @cute.kernel
+    def kernel(
+        self,
+        mX: cute.Tensor,
+        mWh: cute.Tensor,
+        mWf: cute.Tensor,
+        mY: cute.Tensor,
+        mS: cute.Tensor,
+        rows: cutlass.Int32,
+    ):
+        p, tm = self.p, self.tm
+        f, s2 = p.first, p.second
+        C, H, N = p.in_width, p.hidden, p.out_width
+        tid, _, _ = cute.arch.thread_idx()
+        bid, _, _ = cute.arch.block_idx()
+        smem = cutlass.utils.SmemAllocator()
+        base = smem.allocate(p.smem_bytes, 128)
+        sX = cute.make_tensor(
+            cute.recast_ptr(base + p.x_offset, dtype=cutlass.Float16),
+            cute.make_layout((tm, p.x_cols), stride=(p.x_stride, 1)),
+        )
+        sH = cute.make_tensor(
+            cute.recast_ptr(base + p.h_offset, dtype=cutlass.Float16),
+            cute.make_layout((tm, p.slice), stride=(p.h_stride, 1)),
+        )
+        sFlag = cute.make_tensor(
+            cute.recast_ptr(base + p.flag_offset, dtype=cutlass.Int32), cute.make_layout(4)
+        )
+        offs = (f.w,) if f.op == "linear" else (f.wg, f.wu)
+        gW1 = [
+            cute.make_tensor(mWh.iterator + off, cute.make_layout((C, H), stride=(H, 1)))
+            for off in offs
+        ]
+        gW2 = cute.make_tensor(mWh.iterator + s2.w, cute.make_layout((H, N), stride=(N, 1)))
+        ring1 = [self.ring(base, m, p.k_chunk1, p.n_chunk1) for m in range(len(offs))]
+        ring2 = self.ring(base, 0, p.k_chunk2, p.n_chunk2)
+        h0 = bid * p.slice
+        nk1 = p.x_cols // p.k_chunk1
+        nk2 = p.slice // p.k_chunk2
+        nbuf = p.weight_buffers
+        ctx = (mX, mWf, mY, mS, gW1, gW2, ring1, ring2, sX, sH, sFlag, base, h0, bid, tid, rows)
+        ntiles = (rows + tm - 1) // tm
+        for rt in cutlass.range(ntiles, unroll=1):
+            row0 = rt * tm
+            nrows = rows - row0
+            self.stage(mX, sX, row0, nrows, 0, C, tm, p.x_cols, _vec_elems(C, 2), tid)
+            cute.arch.cp_async_commit_group()
+            for t in cutlass.range_constexpr(nbuf - 1):  # the first weights, before X arrives
+                self.issue(ctx, t)
+                cute.arch.cp_async_commit_group()
+            cute.arch.cp_async_wait_group(nbuf - 1)
+            cute.arch.sync_threads()
+            if cutlass.const_expr(p.norm is not None):
+                self.norm_x(ctx)
+            self.gemm1(ctx, nk1)
+            self.gemm2(ctx, nk2, rt, row0, nrows)
+            cute.arch.cp_async_wait_group(0)
+            cute.arch.sync_threads()
+
+    @cute.jit
+    def issue(self, ctx, t):
+        """cp.async of weight tile t (of the block's sequence: W1 tiles, then W2 tiles) into
+        ring buffer t mod weight_buffers; zero fill outside [K, N]."""
+        mX, mWf, mY, mS, gW1, gW2, ring1, ring2, sX, sH, sFlag, base, h0, bid, tid, rows = ctx
+        p = self.p
+        C, H, N = p.in_width, p.hidden, p.out_width
+        nk1 = p.x_cols // p.k_chunk1
+        nk2 = p.slice // p.k_chunk2
+        buf = t % p.weight_buffers
+        if t < p.tiles1:
+            nj = t // nk1
+            kj = t - nj * nk1
+            col = h0 + nj * p.n_chunk1
+            for m in cutlass.range_constexpr(len(gW1)):
+                self.stage(
+                    gW1[m],
+                    ring1[m][None, None, buf],
+                    kj * p.k_chunk1,
+                    C - kj * p.k_chunk1,
+                    col,
+                    H - col,
+                    p.k_chunk1,
+                    p.n_chunk1,
+                    _vec_elems(H, 2),
+                    tid,
+                )
+        else:
+            if t < p.tiles1 + p.tiles2:
+                u = t - p.tiles1
+                jj = u // nk2
+                kj = u - jj * nk2
+                j = (jj + bid) % p.n_chunks2
+                krow = h0 + kj * p.k_chunk2
+                self.stage(
+                    gW2,
+                    ring2[None, None, buf],
+                    krow,
+                    H - krow,
+                    j * p.n_chunk2,
+                    N - j * p.n_chunk2,
+                    p.k_chunk2,
+                    p.n_chunk2,
+                    _vec_elems(N, 2),
+                    tid,
+                )
+
+    @cute.jit
+    def step(self, ctx, t):
+        """Tile t is in shared memory for every warp; tile t + weight_buffers - 1 is issued
+        into the buffer tile t - 1 used."""
+        p = self.p
+        cute.arch.cp_async_wait_group(p.weight_buffers - 2)
+        cute.arch.sync_threads()
+        self.issue(ctx, t + p.weight_buffers - 1)
+        cute.arch.cp_async_commit_group()  # (empty past the last tile)
+
+    @cute.jit
+    def norm_x(self, ctx):
+        """LayerNorm / RMSNorm of the staged X in place: one warp per row, statistics in
+        fp32 with butterfly shuffles (mean, then the mean of squared deviations), the result
+        rounded to fp16, zero past C."""
+        mX, mWf, mY, mS, gW1, gW2, ring1, ring2, sX, sH, sFlag, base, h0, bid, tid, rows = ctx
+        p = self.p
+        s = p.norm
+        f32 = cutlass.Float32
+        C = p.in_width
+        nsum = (C + 31) // 32
+        ncol = (p.x_cols + 31) // 32
+        warp_id = tid // 32
+        lane = tid % 32
+        inv_n = f32(1.0 / C)
+        for rr in cutlass.range_constexpr((self.tm + p.warps - 1) // p.warps):
+            r = warp_id + rr * p.warps
+            if r < self.tm:
+                acc = f32(0.0)
+                mean = f32(0.0)
+                if cutlass.const_expr(s.kind == "layernorm"):
+                    for j in cutlass.range(nsum):
+                        c = j * 32 + lane
+                        if c < C:
+                            acc = acc + sX[r, c].to(f32)
+                    mean = cute.arch.warp_reduction_sum(acc) * inv_n
+                    acc = f32(0.0)
+                for j in cutlass.range(nsum):
+                    c = j * 32 + lane
+                    if c < C:
+                        d = sX[r, c].to(f32) - mean
+                        acc = acc + d * d
+                var = cute.arch.warp_reduction_sum(acc) * inv_n
+                rstd = f32(1.0) / cute.math.sqrt(var + f32(s.eps))
+                for j in cutlass.range(ncol):
+                    c = j * 32 + lane
+                    if c < p.x_cols:
+                        v = f32(0.0)
+                        if c < C:
+                            v = (sX[r, c].to(f32) - mean) * rstd
+                            if cutlass.const_expr(s.gamma >= 0):
+                                v = v * mWf[s.gamma + c]
+                            if cutlass.const_expr(s.beta >= 0):
+                                v = v + mWf[s.beta + c]
+                        sX[r, c] = v.to(cutlass.Float16)
+        cute.arch.sync_threads()
+
+    @cute.jit
+    def gemm1(self, ctx, nk1: cutlass.Constexpr):
+        """The hidden slice: X @ W1[:, slice] (or Wg, Wu) per n_chunk1 columns, k chunks
+        streamed; bias and activation (or act(g) * u) in fp32, stored fp16, zero past H."""
+        mX, mWf, mY, mS, gW1, gW2, ring1, ring2, sX, sH, sFlag, base, h0, bid, tid, rows = ctx
+        p, tm, f = self.p, self.tm, self.p.first
+        f32 = cutlass.Float32
+        nc, kc = p.n_chunk1, p.k_chunk1
+        tiled_mma, s2r_a, s2r_b, active = self.tiled(nc)
+        thr_mma = tiled_mma.get_slice(tid % active)
+        thr_a = s2r_a.get_slice(tid % active)
+        thr_b = s2r_b.get_slice(tid % active)
+        tCc = thr_mma.partition_C(cute.make_identity_tensor((tm, nc)))
+        mats = len(gW1)
+        # X by k chunks: indexing through the layout keeps the chunks' alignment known
+        sXk = cute.make_tensor(
+            sX.iterator, cute.make_layout((tm, kc, nk1), stride=(p.x_stride, 1, kc))
+        )
+        for nj in cutlass.range(p.slice // nc, unroll=1):
+            accs = [
+                tiled_mma.make_fragment_C(tiled_mma.partition_shape_C((tm, nc)))
+                for _ in range(mats)
+            ]
+            for m in cutlass.range_constexpr(mats):
+                accs[m].fill(0.0)
+            for kj in cutlass.range(nk1, unroll=1):
+                t = nj * nk1 + kj
+                self.step(ctx, t)
+                if tid < active:
+                    sA = cute.make_tensor(
+                        sXk[None, None, kj].iterator,
+                        cute.make_layout((tm, kc), stride=(p.x_stride, 1)),
+                    )
+                    for m in cutlass.range_constexpr(mats):
+                        sB = cute.make_tensor(
+                            ring1[m][None, None, t % p.weight_buffers].iterator,
+                            cute.make_layout((nc, kc), stride=(1, nc + p.smem_pad)),
+                        )
+                        self.mma(tiled_mma, thr_mma, thr_a, thr_b, sA, sB, accs[m])
+            if tid < active:
+                for i in cutlass.range_constexpr(cute.size(accs[0])):
+                    r = tCc[i][0]
+                    c = nj * nc + tCc[i][1]
+                    col = h0 + c
+                    v = f32(0.0)
+                    if col < p.hidden:
+                        if cutlass.const_expr(f.op == "linear"):
+                            v = accs[0][i]
+                            if cutlass.const_expr(f.b >= 0):
+                                v = v + mWf[f.b + col]
+                            for _, fn in f.epilogue:
+                                v = _act(fn, v)
+                        else:
+                            g = accs[0][i]
+                            u = accs[1][i]
+                            if cutlass.const_expr(f.bg >= 0):
+                                g = g + mWf[f.bg + col]
+                            if cutlass.const_expr(f.bu >= 0):
+                                u = u + mWf[f.bu + col]
+                            v = _act(f.fn, g) * u
+                    sH[r, c] = v.to(cutlass.Float16)
+        # (the next step's barrier makes the hidden slice visible to every warp)
+
+    @cute.jit
+    def gemm2(self, ctx, nk2: cutlass.Constexpr, rt, row0, nrows):
+        """The partials h_slice @ W2[slice, :] per output chunk, then the arrival on the
+        chunk's counter and, for the last block to arrive, the ordered reduction."""
+        mX, mWf, mY, mS, gW1, gW2, ring1, ring2, sX, sH, sFlag, base, h0, bid, tid, rows = ctx
+        p, tm = self.p, self.tm
+        nc, kc = p.n_chunk2, p.k_chunk2
+        N = p.out_width
+        tiled_mma, s2r_a, s2r_b, active = self.tiled(nc)
+        thr_mma = tiled_mma.get_slice(tid % active)
+        thr_a = s2r_a.get_slice(tid % active)
+        thr_b = s2r_b.get_slice(tid % active)
+        tCc = thr_mma.partition_C(cute.make_identity_tensor((tm, nc)))
+        sHk = cute.make_tensor(
+            sH.iterator, cute.make_layout((tm, kc, nk2), stride=(p.h_stride, 1, kc))
+        )
+        for jj in cutlass.range(p.n_chunks2, unroll=1):
+            j = (jj + bid) % p.n_chunks2
+            acc = tiled_mma.make_fragment_C(tiled_mma.partition_shape_C((tm, nc)))
+            acc.fill(0.0)
+            for kj in cutlass.range(nk2, unroll=1):
+                t = p.tiles1 + jj * nk2 + kj
+                self.step(ctx, t)
+                if tid < active:
+                    sA = cute.make_tensor(
+                        sHk[None, None, kj].iterator,
+                        cute.make_layout((tm, kc), stride=(p.h_stride, 1)),
+                    )
+                    sB = cute.make_tensor(
+                        ring2[None, None, t % p.weight_buffers].iterator,
+                        cute.make_layout((nc, kc), stride=(1, nc + p.smem_pad)),
+                    )
+                    self.mma(tiled_mma, thr_mma, thr_a, thr_b, sA, sB, acc)
+            if tid < active:
+                for i in cutlass.range_constexpr(cute.size(acc)):
+                    r = tCc[i][0]
+                    col = j * nc + tCc[i][1]
+                    if r < nrows and col < N:
+                        mS[(bid * rows + row0 + r) * N + col] = acc[i]
+            self.arrive_and_reduce(ctx, rt, j, row0, nrows)
+
+    @cute.jit
+    def arrive_and_reduce(self, ctx, rt, j, row0, nrows):
+        """Release the partial of chunk j, count the arrival; the last block to arrive
+        acquires every partial and reduces them in block order (module docstring)."""
+        mX, mWf, mY, mS, gW1, gW2, ring1, ring2, sX, sH, sFlag, base, h0, bid, tid, rows = ctx
+        p = self.p
+        s2 = p.second
+        N, nc, B = p.out_width, p.n_chunk2, p.blocks
+        fenced = p.fault != "stream_no_fence"
+        if cutlass.const_expr(fenced):
+            cute.arch.fence_acq_rel_gpu()  # release: this thread's partial stores
+        cute.arch.sync_threads()
+        counter = B * rows * N + rt * p.n_chunks2 + j
+        if tid == 0:
+            ptr = cute.recast_ptr(mS.iterator + counter, dtype=cutlass.Int32)
+            if cutlass.const_expr(fenced):
+                old = cute.arch.atomic_add(ptr, cutlass.Int32(1), sem="acq_rel", scope="gpu")
+            else:
+                old = cute.arch.atomic_add(ptr, cutlass.Int32(1), sem="relaxed", scope="gpu")
+            last = cutlass.Int32(B - 1)
+            if cutlass.const_expr(p.fault == "stream_early_reduce"):
+                last = cutlass.Int32(0)
+            flag = cutlass.Int32(0)
+            if old == last:
+                flag = cutlass.Int32(1)
+            sFlag[0] = flag
+        cute.arch.sync_threads()
+        if sFlag[0] != 0:
+            if cutlass.const_expr(fenced):
+                cute.arch.fence_acq_rel_gpu()  # acquire: every block's partial of chunk j
+            f32 = cutlass.Float32
+            for idx in cutlass.range(tid, self.tm * nc, p.threads, unroll=1):
+                r = idx // nc
+                c = idx - r * nc
+                col = j * nc + c
+                if r < nrows and col < N:
+                    row = row0 + r
+                    v = mS[row * N + col]
+                    for b in cutlass.range(1, B, unroll=4):
+                        v = v + mS[(b * rows + row) * N + col]
+                    if cutlass.const_expr(s2.b >= 0):
+                        v = v + mWf[s2.b + col]
+                    for op, arg in s2.epilogue:
+                        if cutlass.const_expr(op == "act"):
+                            v = _act(arg, v)
+                        else:
+                            v = v + mX[row, col].to(f32)
+                    mY[row, col] = v
+            if tid == 0:
+                ptr = cute.recast_ptr(mS.iterator + counter, dtype=cutlass.Int32)
+                cute.arch.atomic_exch(ptr, cutlass.Int32(0), sem="relaxed", scope="gpu")
+
+
+def compile_args(plan: StreamPlan):
+    """The fake arguments the kernel is compiled (and exported) for: x [rows, C] fp16, wh
+    [wh_extent] fp16, wf [wf_extent] fp32, y [rows, N_out] fp32, scratch [extent] fp32
+    (dynamic), rows, grid, stream."""
+    from cutlass.cute.runtime import make_fake_compact_tensor  # noqa: PLC0415
+
+    def fake(dt, shape):
+        order = tuple(range(len(shape) - 1, -1, -1))
+        return make_fake_compact_tensor(dt, shape, stride_order=order, assumed_align=16)
+
+    rows = cute.SymInt()
+    return (
+        fake(cutlass.Float16, (rows, plan.in_width)),
+        fake(cutlass.Float16, (plan.wh_extent(),)),
+        fake(cutlass.Float32, (plan.wf_extent(),)),
+        fake(cutlass.Float32, (rows, plan.out_width)),
+        fake(cutlass.Float32, (cute.SymInt(),)),
+        1,
+        1,
+        cuda.CUstream(0),
+    )
+
+
+__all__ = ["FAULTS", "MODE", "SpecError", "StreamKernel", "StreamPlan", "compile_args"]

@@ -1,0 +1,379 @@
+/* The weight-streaming schedule of a chain (compile/chain_stream.h): the FFN shape, the
+ * split of the hidden dimension over the SMs, the tiles and shared memory of the
+ * chain_stream kernel, its cost line against chain_mma's, the choice, and its
+ * kernel_spec.json / plan.json entries. */
+#include "compile/chain_stream.h"
+
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "base/json.h"
+#include "chain/split.h"
+
+static int64_t up(int64_t a, int64_t b) {
+    return (a + b - 1) / b * b;
+}
+
+static int64_t cdiv(int64_t a, int64_t b) {
+    return (a + b - 1) / b;
+}
+
+/* ---- the shape ---- */
+
+rf_status_t rf_chain_stream_shape(const rf_chain_t *c, rf_chain_stream_shape_t *o) {
+    memset(o, 0, sizeof *o);
+    o->norm = -1;
+    int s = 0, src = 0;
+    if (c->n_stages > 0 && c->stages[0].op == RF_CHAIN_NORM && c->stages[0].src == 0) {
+        o->norm = 0;
+        src = c->stages[0].dst;
+        s = 1;
+    }
+    if (c->n_stages != s + 2)
+        return RF_ERR(RF_CODE_UNSUPPORTED,
+                      "the chain has %d stages; the streaming schedule takes [norm ->] linear "
+                      "or gated -> linear",
+                      c->n_stages);
+    const rf_chain_stage_t *f = &c->stages[s], *g = &c->stages[s + 1];
+    if ((f->op != RF_CHAIN_LINEAR && f->op != RF_CHAIN_GATED) || f->src != src)
+        return RF_ERR(RF_CODE_UNSUPPORTED,
+                      "stage %d (%s): the streaming schedule's first stage is a linear or gated "
+                      "stage of X or of the norm",
+                      s, rf_chain_op_name(f->op));
+    for (int e = 0; e < f->n_epi; e++)
+        if (f->epi[e].op != RF_CHAIN_EPI_ACT)
+            return RF_ERR(RF_CODE_UNSUPPORTED,
+                          "stage %d: a %s in the first linear's epilogue (the streaming "
+                          "schedule's hidden takes activations only)",
+                          s, rf_chain_epi_name(f->epi[e].op));
+    if (g->op != RF_CHAIN_LINEAR || g->src != f->dst)
+        return RF_ERR(RF_CODE_UNSUPPORTED,
+                      "stage %d (%s): the streaming schedule's second stage is a linear of the "
+                      "hidden",
+                      s + 1, rf_chain_op_name(g->op));
+    for (int e = 0; e < g->n_epi; e++)
+        if (g->epi[e].op == RF_CHAIN_EPI_MUL ||
+            (g->epi[e].op == RF_CHAIN_EPI_ADD && g->epi[e].src != 0))
+            return RF_ERR(RF_CODE_UNSUPPORTED,
+                          "stage %d: epilogue %s of value %d (the streaming schedule's reducer "
+                          "adds X only)",
+                          s + 1, rf_chain_epi_name(g->epi[e].op), g->epi[e].src);
+    if (c->values[f->dst].dtype != RF_DTYPE_F16)
+        return RF_ERR(RF_CODE_UNSUPPORTED, "the hidden value %d is not fp16", f->dst);
+    o->first = s;
+    o->second = s + 1;
+    o->c = f->k;
+    o->h = f->n;
+    o->n = g->n;
+    o->gated = f->op == RF_CHAIN_GATED;
+    return RF_OK;
+}
+
+/* ---- the plan ---- */
+
+int64_t rf_chain_stream_scratch_bytes(int blocks, int64_t n, int64_t rows, int tile_rows,
+                                      int n_chunks2) {
+    int64_t partial = (int64_t)blocks * rows * n;
+    int64_t counters = cdiv(rows, tile_rows) * n_chunks2;
+    return 4 * (partial + counters);
+}
+
+/* Resident blocks per SM from shared memory, threads and the target's block limit. */
+static int blocks_per_sm(const rf_chain_stream_plan_t *p, const rf_target_t *t) {
+    int64_t by_smem = t->smem_per_sm / (p->smem_bytes + t->smem_reserved);
+    int64_t by_threads = t->threads_per_sm / (32 * p->warps);
+    int64_t b = by_smem < by_threads ? by_smem : by_threads;
+    return (int)(b < t->max_blocks_per_sm ? b : t->max_blocks_per_sm);
+}
+
+/* Shared memory at tile_rows and `buffers` ring buffers. */
+static void layout(rf_chain_stream_plan_t *p, int tile_rows, int buffers) {
+    const rf_chain_stream_shape_t *s = &p->shape;
+    int mats = s->gated ? 2 : 1;
+    p->tile_rows = tile_rows;
+    p->weight_buffers = buffers;
+    p->x_stride = up(s->c, p->k_chunk1) + RF_SMEM_ROW_PAD;
+    p->x_offset = 0;
+    p->h_stride = p->slice + RF_SMEM_ROW_PAD;
+    p->h_offset = up(p->x_offset + tile_rows * p->x_stride * 2, 128);
+    p->stats_offset = up(p->h_offset + tile_rows * p->h_stride * 2, 128);
+    p->flag_offset = p->stats_offset + tile_rows * 2 * 4;
+    p->weight_smem_offset = up(p->flag_offset + 16, 128);
+    int64_t r1 = (int64_t)mats * p->k_chunk1 * (p->n_chunk1 + RF_SMEM_ROW_PAD) * 2;
+    int64_t r2 = (int64_t)p->k_chunk2 * (p->n_chunk2 + RF_SMEM_ROW_PAD) * 2;
+    p->ring_bytes = up(r1 > r2 ? r1 : r2, 128);
+    p->smem_bytes = p->weight_smem_offset + buffers * p->ring_bytes;
+}
+
+/* Every SM streams its slice at the device's rate; each row tile streams the weights again;
+ * the partials are written once and read once. */
+static double stream_cost(const rf_chain_stream_plan_t *p) {
+    double partial = 2.0 * 4.0 * (double)p->blocks * (double)p->rows * (double)p->shape.n;
+    return RF_STREAM_FIXED_US +
+           (double)p->row_tiles * (double)p->weight_bytes / (RF_STREAM_HBM_GBS * 1e3) +
+           partial / (RF_STREAM_REDUCE_GBS * 1e3);
+}
+
+/* chain_mma at these rows: each row tile's block streams every weight alone (one SM's
+ * rate), the tiles together at most at the device's. */
+static double mma_cost(int64_t weight_bytes, int64_t rows, const rf_target_t *t) {
+    int64_t tiles = cdiv(rows, 16);
+    double alone = (double)weight_bytes / (RF_STREAM_SM_GBS * 1e3);
+    double waves = (double)cdiv(tiles, t->sm_count);
+    double together = (double)weight_bytes * (double)tiles / (RF_STREAM_HBM_GBS * 1e3);
+    return RF_STREAM_MMA_FIXED_US + (alone * waves > together ? alone * waves : together);
+}
+
+rf_status_t rf_chain_stream_plan_make(const rf_chain_t *c, int64_t rows, const rf_target_t *t,
+                                      rf_chain_stream_plan_t *p) {
+    memset(p, 0, sizeof *p);
+    if (rows < 1)
+        return RF_ERR(RF_CODE_INVALID_ARGUMENT, "planning a stream for %lld rows", (long long)rows);
+    RF_RETURN_IF_ERROR_PLAIN(rf_chain_stream_shape(c, &p->shape));
+    const rf_chain_stream_shape_t *s = &p->shape;
+    p->rows = rows;
+    p->warps = 4;
+    p->k_chunk1 = (int)(s->c >= 64 ? 64 : up(s->c, 16));
+    p->n_chunk2 = (int)(s->n >= 64 ? 64 : up(s->n, 16));
+    p->n_chunks2 = (int)cdiv(s->n, p->n_chunk2);
+    p->weight_bytes = 2 * ((s->gated ? 2 : 1) * s->c * s->h + s->h * s->n);
+    /* The slice: the fewest waves of blocks times the slice (a block's work), a larger
+     * slice on a tie (fewer partials). */
+    static const int64_t slices[] = {16, 32, 48, 64, 128, 192, 256};
+    int64_t best = 0, best_score = 0;
+    for (size_t i = 0; i < sizeof slices / sizeof slices[0]; i++) {
+        int64_t sl = slices[i];
+        if (sl > up(s->h, 16))
+            break;
+        int64_t blocks = cdiv(s->h, sl);
+        if (blocks > 65535)
+            continue;
+        int64_t score = cdiv(blocks, t->sm_count) * sl;
+        if (!best || score <= best_score) {
+            best = sl;
+            best_score = score;
+        }
+    }
+    if (!best)
+        return RF_ERR(RF_CODE_UNSUPPORTED, "hidden width %lld: no slice of 16..256 columns",
+                      (long long)s->h);
+    p->slice = best;
+    p->blocks = (int)cdiv(s->h, best);
+    p->n_chunk1 = (int)(best <= 64 ? best : 64);
+    p->k_chunk2 = (int)(best <= 64 ? best : 64);
+    RF_RETURN_IF_ERROR(rf_chain_split_covered(s->h, p->slice, p->blocks),
+                       "the streaming schedule's split of stage %d", s->second);
+    /* The row tile: the smallest of 16, 32, 64 holding the rows (64 above), then the deepest
+     * ring that fits; a smaller tile when none does. */
+    static const int tiles[] = {16, 32, 64};
+    int first = 0;
+    while (first < 2 && tiles[first] < rows)
+        first++;
+    for (int i = first; i >= 0; i--)
+        for (int buffers = 4; buffers >= 2; buffers--) {
+            layout(p, tiles[i], buffers);
+            if (p->smem_bytes <= t->smem_per_block)
+                goto fits;
+        }
+    return RF_ERR(RF_CODE_UNSUPPORTED,
+                  "the streaming schedule needs %lld bytes of shared memory for X (%lld wide) at "
+                  "16 rows, the hidden slice and two weight buffers; the %s gives a block %d",
+                  (long long)p->smem_bytes, (long long)s->c, t->name, t->smem_per_block);
+fits:
+    p->row_tiles = (int)cdiv(rows, p->tile_rows);
+    if (blocks_per_sm(p, t) < 1)
+        return RF_ERR(RF_CODE_UNSUPPORTED, "the streaming kernel leaves no block resident");
+    p->cost_us = stream_cost(p);
+    p->mma_cost_us = mma_cost(p->weight_bytes, rows, t);
+    return RF_OK;
+}
+
+/* ---- the choice ---- */
+
+static const struct {
+    const char *name, *spelling;
+} stream_faults[] = {{"stream-no-fence", "stream_no_fence"},
+                     {"stream-early-reduce", "stream_early_reduce"}};
+
+rf_status_t rf_chain_stream_choose(const rf_chain_t *c, const rf_compile_options_t *o, int64_t rows,
+                                   const rf_target_t *t, rf_status_t mma, rf_chain_plan_t *p,
+                                   rf_chain_stream_plan_t *s, int *out_chosen) {
+    const char *sched = o->schedule ? o->schedule : "auto";
+    int forced = !strcmp(sched, "chain-stream");
+    const char *spelling = NULL;
+    *out_chosen = 0;
+    for (size_t i = 0; o->fault && i < sizeof stream_faults / sizeof stream_faults[0]; i++)
+        if (!strcmp(o->fault, stream_faults[i].name))
+            spelling = stream_faults[i].spelling;
+    if (spelling && !strcmp(sched, "chain")) {
+        rf_status_free(mma);
+        return RF_ERR(RF_CODE_INVALID_ARGUMENT,
+                      "--plant-fault %s is planted in the chain_stream kernel; --schedule chain "
+                      "has none",
+                      o->fault);
+    }
+    if (!strcmp(sched, "chain"))
+        return mma;
+    rf_status_t st = rf_chain_stream_plan_make(c, rows, t, s);
+    if (st && (forced || spelling)) {
+        rf_status_free(mma);
+        return rf_status_annotate(st, "--schedule chain-stream");
+    }
+    if (st) {
+        rf_status_free(st);
+        return mma; /* chain_mma's plan, or its refusal */
+    }
+    int wins = s->cost_us < s->mma_cost_us;
+    int decode = rows <= RF_STREAM_MAX_ROWS && s->weight_bytes >= RF_STREAM_MIN_WEIGHT;
+    if (!mma && !forced && !spelling && !(decode && wins))
+        return RF_OK;
+    const char *why = forced || spelling ? "forced"
+                      : mma              ? "chain_mma does not fit"
+                                         : "few rows and large weights";
+    if (mma) {
+        /* the hash and weight offsets, planned as for chain_mma with no shared-memory limit */
+        rf_target_t unbounded = *t;
+        unbounded.smem_per_block = INT32_MAX;
+        rf_status_free(mma);
+        RF_RETURN_IF_ERROR(rf_chain_plan_make(c, rows, &unbounded, 16, p),
+                           "placing the weights of the streaming schedule");
+        p->target = *t;
+    }
+    *out_chosen = 1;
+    if (spelling)
+        snprintf(s->fault, sizeof s->fault, "%s", spelling);
+    snprintf(p->name, sizeof p->name, "stream_%s", p->hash);
+    p->tile_rows = s->tile_rows;
+    p->warps = s->warps;
+    p->smem_bytes = s->smem_bytes;
+    p->weight_buffers = s->weight_buffers;
+    snprintf(p->reason, sizeof p->reason,
+             "%s: %d blocks of %lld hidden columns stream %lld weight bytes over every SM "
+             "(cost line %.1f us against chain_mma's %.1f us), %d rows per tile, %d weight "
+             "buffers, %lld bytes of shared memory",
+             why, s->blocks, (long long)s->slice, (long long)s->weight_bytes, s->cost_us,
+             s->mma_cost_us, s->tile_rows, s->weight_buffers, (long long)s->smem_bytes);
+    return RF_OK;
+}
+
+/* ---- JSON ---- */
+
+static void write_entry(rf_json_writer_t *w, const rf_chain_plan_t *p,
+                        const rf_chain_stream_plan_t *s, int with_facts) {
+    rf_json_object_begin(w);
+    rf_json_key_string(w, "name", p->name);
+    rf_json_key_string(w, "mode", "chain_stream");
+    rf_json_key_int(w, "in_width", rf_chain_in_width(p->chain));
+    rf_json_key_int(w, "out_width", rf_chain_out_width(p->chain));
+    rf_json_key_int(w, "rows", s->rows);
+    rf_json_key_int(w, "tile_rows", s->tile_rows);
+    rf_json_key_int(w, "warps", s->warps);
+    rf_json_key_int(w, "threads", 32 * s->warps);
+    rf_json_key_int(w, "smem_bytes", s->smem_bytes);
+    rf_json_key_int(w, "blocks", s->blocks);
+    rf_json_key_int(w, "slice", s->slice);
+    rf_json_key_int(w, "norm", s->shape.norm);
+    rf_json_key_int(w, "first", s->shape.first);
+    rf_json_key_int(w, "second", s->shape.second);
+    rf_json_key_int(w, "k_chunk1", s->k_chunk1);
+    rf_json_key_int(w, "n_chunk1", s->n_chunk1);
+    rf_json_key_int(w, "k_chunk2", s->k_chunk2);
+    rf_json_key_int(w, "n_chunk2", s->n_chunk2);
+    rf_json_key_int(w, "n_chunks2", s->n_chunks2);
+    rf_json_key_int(w, "weight_buffers", s->weight_buffers);
+    rf_json_key_int(w, "x_offset", s->x_offset);
+    rf_json_key_int(w, "x_stride", s->x_stride);
+    rf_json_key_int(w, "h_offset", s->h_offset);
+    rf_json_key_int(w, "h_stride", s->h_stride);
+    rf_json_key_int(w, "stats_offset", s->stats_offset);
+    rf_json_key_int(w, "flag_offset", s->flag_offset);
+    rf_json_key_int(w, "weight_smem_offset", s->weight_smem_offset);
+    rf_json_key_int(w, "ring_bytes", s->ring_bytes);
+    rf_json_key_string(w, "weight_layout", "row_major");
+    rf_chain_json_values(w, p, 0);
+    rf_chain_json_stages(w, p);
+    if (s->fault[0])
+        rf_json_key_string(w, "fault", s->fault);
+    if (with_facts) {
+        rf_json_key_int(w, "grid", s->blocks);
+        rf_json_key_int(w, "scratch_partial_per_row", (int64_t)s->blocks * s->shape.n);
+        rf_json_key_int(w, "scratch_counters_per_tile", s->n_chunks2);
+        rf_json_key_int(w, "weight_bytes", s->weight_bytes);
+        rf_json_key_double(w, "cost_us", s->cost_us);
+        rf_json_key_double(w, "chain_mma_cost_us", s->mma_cost_us);
+        rf_json_key_int(w, "registers", p->registers);
+        rf_json_key_int(w, "local_ops", p->local_ops);
+        rf_json_key_int(w, "blocks_per_sm", p->blocks_per_sm);
+        rf_json_key_bool(w, "grid_balanced", 0);
+    }
+    rf_json_object_end(w);
+}
+
+static rf_status_t finish(rf_json_writer_t *w, FILE *f, const char *path) {
+    rf_status_t st = rf_json_writer_finish(w);
+    if (fclose(f) != 0 && !st)
+        st = RF_ERR(RF_CODE_IO_ERROR, "error writing '%s'", path);
+    return st;
+}
+
+rf_status_t rf_chain_stream_spec_write(const rf_chain_plan_t *p, const rf_chain_stream_plan_t *s,
+                                       const char *path) {
+    rf_json_writer_t w;
+    FILE *f = fopen(path, "w");
+    if (!f)
+        return RF_ERR(RF_CODE_IO_ERROR, "cannot open '%s' for writing", path);
+    rf_json_writer_init_file(&w, f, 2);
+    rf_json_object_begin(&w);
+    rf_json_key_string(&w, "format", "rowfuse-kernel-spec");
+    rf_json_key_int(&w, "version", RF_PLAN_VERSION);
+    rf_json_key_int(&w, "smem_row_pad", RF_SMEM_ROW_PAD);
+    rf_chain_json_target(&w, &p->target);
+    rf_json_key_string(&w, "library", "librowfuse_pkg.so");
+    rf_json_key(&w, "kernels");
+    rf_json_array_begin(&w);
+    write_entry(&w, p, s, 0);
+    rf_json_array_end(&w);
+    rf_json_object_end(&w);
+    return finish(&w, f, path);
+}
+
+rf_status_t rf_chain_stream_plan_write(const rf_chain_plan_t *p, const rf_chain_stream_plan_t *s,
+                                       const char *model, int64_t wh_offset, int64_t wf_offset,
+                                       const char *path) {
+    rf_json_writer_t w;
+    FILE *f = fopen(path, "w");
+    if (!f)
+        return RF_ERR(RF_CODE_IO_ERROR, "cannot open '%s' for writing", path);
+    rf_json_writer_init_file(&w, f, 2);
+    rf_json_object_begin(&w);
+    rf_json_key_string(&w, "format", "rowfuse-package");
+    rf_json_key_int(&w, "version", RF_PLAN_VERSION);
+    rf_json_key_string(&w, "model", model ? model : "");
+    rf_json_key_string(&w, "graph_hash", p->hash);
+    rf_json_key_string(&w, "block", "chain");
+    rf_json_key_int(&w, "rows", p->rows);
+    rf_json_key_string(&w, "schedule", "chain_stream");
+    rf_json_key_string(&w, "schedule_reason", p->reason);
+    rf_chain_json_target(&w, &p->target);
+    rf_json_key_int(&w, "max_grid", 0);
+    rf_json_key_string(&w, "library", "librowfuse_pkg.so");
+    rf_json_key_string(&w, "generator", p->generator);
+    rf_json_key(&w, "chain");
+    rf_json_object_begin(&w);
+    rf_json_key_int(&w, "in_width", rf_chain_in_width(p->chain));
+    rf_json_key_int(&w, "out_width", rf_chain_out_width(p->chain));
+    rf_json_key_int(&w, "wh_offset", wh_offset);
+    rf_json_key_int(&w, "wh_elems", p->wh_elems);
+    rf_json_key_int(&w, "wf_offset", wf_offset);
+    rf_json_key_int(&w, "wf_elems", p->wf_elems);
+    rf_chain_json_values(&w, p, 0);
+    rf_chain_json_stages(&w, p);
+    rf_json_object_end(&w);
+    rf_json_key(&w, "kernels");
+    rf_json_array_begin(&w);
+    write_entry(&w, p, s, 1);
+    rf_json_array_end(&w);
+    rf_json_object_end(&w);
+    return finish(&w, f, path);
+}

@@ -1,0 +1,113 @@
+/* The weight-streaming schedule of a chain (src/compile, internal): one launch of a
+ * `chain_stream` kernel splits the hidden dimension of an FFN-shaped chain over every SM, for
+ * decode-sized row counts where the block is bound by reading its weights once.
+ *
+ * Chains it applies to (rf_chain_stream_shape):
+ *   [norm v0 -> v1]  first: linear (epilogue: act only) or gated, of X or of the norm's value,
+ *   into the hidden value h (fp16)  ->  second: linear of h, epilogue act / add of X (v0),
+ *   the last stage (Y fp32). Anything else keeps the chain_mma schedule.
+ *
+ * The kernel (python/rowfuse/kernels/chain_stream.py reads the plan and decides nothing):
+ *   block b of `blocks` owns hidden columns [b * slice, (b + 1) * slice) (the last block's
+ *   slice may end past H: zero weights, zero hidden). Per row tile of `tile_rows` rows (rows
+ *   padded to 16 for mma.sync m16n8k16; rows above the tile run as further tiles, each
+ *   streaming the weights again): X is staged into shared memory (the norm recomputed per
+ *   block from X), the block's slice of W1 (Wg and Wu) streams through a `weight_buffers`-deep
+ *   cp.async ring in [k_chunk1 x n_chunk1] tiles, the hidden slice is rounded to fp16 in
+ *   shared memory, then multiplied into the block's rows of W2 in [k_chunk2 x n_chunk2]
+ *   tiles: per output chunk j (n_chunk2 columns, the blocks start at chunk b mod n_chunks2) a
+ *   partial [rows, n_chunk2] fp32 is written to global scratch, and the last block to arrive
+ *   at chunk j's counter reduces the chunk over blocks 0..blocks-1 in that fixed order, adds
+ *   b2, applies the epilogue, writes Y and resets the counter to 0.
+ *
+ * Weight layout: the plan's row-major W [K, N] (chain_plan.h place_weights), so the package's
+ * chain reads back unchanged: a block's W1 slice is K runs of slice * 2 bytes (128 bytes at a
+ * slice of 64), its W2 slice one contiguous run of slice * N * 2 bytes.
+ *
+ * Scratch (the runtime allocates it per row count and zeroes it once; the counters are
+ * reset by the kernel): fp32 partials [blocks, rows, N] at element 0, then int32 counters
+ * [row_tiles, n_chunks2] at element blocks * rows * N (rf_chain_stream_scratch_bytes).
+ *
+ * Precision: the first linear's dot products are whole in one block (the chain_mma error
+ * model); the second's are split: a block accumulates its slice in fp32 by 16-product MMA
+ * steps, the reducer adds the blocks' partials in order; src/chain/split.c proves the
+ * split's depth within the reference's bound and the planner refuses a split it does not
+ * cover.
+ */
+#ifndef RF_COMPILE_CHAIN_STREAM_H
+#define RF_COMPILE_CHAIN_STREAM_H
+
+#include <stdint.h>
+
+#include "compile/chain_plan.h"
+
+/* Cost line constants, to be fitted on the H200 (issue 24's measured shapes); the planner
+ * compares the two schedules' lines, nothing else reads them. */
+#define RF_STREAM_FIXED_US 6.0         /* launch, X staging, ramp and tail of one launch */
+#define RF_STREAM_HBM_GBS 3900.0       /* weight bytes per second over every SM, in GB/s */
+#define RF_STREAM_REDUCE_GBS 2000.0    /* partial bytes written and read back (mostly L2) */
+#define RF_STREAM_SM_GBS 110.0         /* one block streaming weights alone (chain_mma) */
+#define RF_STREAM_MMA_FIXED_US 4.0     /* chain_mma's fixed cost */
+#define RF_STREAM_MAX_ROWS 64          /* auto: the schedule is a decode schedule */
+#define RF_STREAM_MIN_WEIGHT (1 << 20) /* auto: below 1 MB of weights the split does not pay */
+
+typedef struct rf_chain_stream_shape {
+    int norm;   /* stage index of the norm, -1: none */
+    int first;  /* the linear / gated stage producing h */
+    int second; /* the linear of h producing Y */
+    int64_t c, h, n;
+    int gated;
+} rf_chain_stream_shape_t;
+
+typedef struct rf_chain_stream_plan {
+    rf_chain_stream_shape_t shape;
+    int64_t rows;
+    int tile_rows, row_tiles, warps;
+    int blocks;    /* the grid: one block per hidden slice */
+    int64_t slice; /* hidden columns per block */
+    int k_chunk1, n_chunk1, k_chunk2, n_chunk2, n_chunks2;
+    int weight_buffers;
+    int64_t x_offset, x_stride, h_offset, h_stride, stats_offset, flag_offset;
+    int64_t weight_smem_offset, ring_bytes, smem_bytes;
+    int64_t weight_bytes; /* W1 (Wg + Wu) and W2 in fp16 */
+    double cost_us, mma_cost_us;
+    char fault[32]; /* the generator's spelling of a planted fault, "" = none */
+} rf_chain_stream_plan_t;
+
+/* Whether chain c has the FFN shape above (RF_OK, *out filled) or why not (UNSUPPORTED
+ * naming the stage). */
+rf_status_t rf_chain_stream_shape(const rf_chain_t *c, rf_chain_stream_shape_t *out);
+
+/* The split, tiles, shared memory and cost of chain c at `rows` on target t; UNSUPPORTED
+ * when the shape does not apply or nothing fits. */
+rf_status_t rf_chain_stream_plan_make(const rf_chain_t *c, int64_t rows, const rf_target_t *t,
+                                      rf_chain_stream_plan_t *out);
+
+/* Bytes of scratch a launch at `rows` rows needs (partials, then counters). */
+int64_t rf_chain_stream_scratch_bytes(int blocks, int64_t n, int64_t rows, int tile_rows,
+                                      int n_chunks2);
+
+/* The schedule decision (compile_chain's hook), given chain_mma's plan p at `rows` on t and
+ * its status `mma` (consumed: returned, annotated, or freed). With options->schedule
+ * "chain-stream" the stream plan is forced (its refusal is the error); "chain" keeps
+ * chain_mma; "auto" (or none) chooses chain_stream when rows <= RF_STREAM_MAX_ROWS, the
+ * weights hold at least RF_STREAM_MIN_WEIGHT bytes and its cost line is below chain_mma's, or
+ * whenever chain_mma does not fit and the stream plan does. *out_chosen says which; when
+ * chosen, p holds the chain's hash and weight offsets (planned as for chain_mma, which do
+ * not depend on shared memory) and its name, warps, tile rows, shared memory and reason
+ * become the stream kernel's, so the generator's facts and the grid rule read them. A
+ * planted stream fault (options->fault "stream-no-fence" / "stream-early-reduce") forces
+ * the stream plan and is refused with --schedule chain. */
+rf_status_t rf_chain_stream_choose(const rf_chain_t *c, const rf_compile_options_t *o, int64_t rows,
+                                   const rf_target_t *t, rf_status_t mma, rf_chain_plan_t *p,
+                                   rf_chain_stream_plan_t *out, int *out_chosen);
+
+/* kernel_spec.json and plan.json of a chain_stream package (the chain's stages and weight
+ * offsets as chain_mma's, the kernel entry mode "chain_stream"). */
+rf_status_t rf_chain_stream_spec_write(const rf_chain_plan_t *p, const rf_chain_stream_plan_t *s,
+                                       const char *path);
+rf_status_t rf_chain_stream_plan_write(const rf_chain_plan_t *p, const rf_chain_stream_plan_t *s,
+                                       const char *model, int64_t wh_offset, int64_t wf_offset,
+                                       const char *path);
+
+#endif
