@@ -192,26 +192,28 @@ CHAINS = [
 
 
 def expected_counts(k: dict) -> tuple[int, int]:
-    """(mma.sync, bar.sync) the kernel's PTX must hold, from the spec alone: per matmul
-    stage its k chunks are unrolled (k_chunk / 16 k-blocks each) and its n chunks are a
-    loop; each warp holds tile_rows / (16 warps_m) x n_chunk / (8 warps_n') m16n8 tiles
-    (warps_m: the largest divisor of tile_rows / 16 not above warps; warps_n': the largest
-    count not above warps / warps_m that divides n_chunk / 16). Where a stage has one n
-    chunk on one warp column, the m16n8 tiles whose 8 columns all lie at or past n are
-    never stored, and the compiler drops their mma (a head of N = 1 keeps one tile of its
-    two). Barriers: one after X is
-    staged, two per k chunk of a matmul (operands landed; buffer free), one after every
-    other stage, one after Y is copied out of shared memory."""
+    """(mma.sync, bar.sync) the kernel's PTX must hold, from the spec alone. Per matmul
+    stage the k chunks are unrolled up to chain_mma.UNROLL_K (k_chunk / 16 k-blocks each;
+    more k chunks are a loop, its body once in the code) and the n chunks are a loop. Each
+    warp holds tile_rows / (16 warps_m) x n_chunk / (8 warps_n') m16n8 tiles (warps_m: the
+    largest divisor of tile_rows / 16 not above warps; warps_n': the largest count not above
+    warps / warps_m that divides n_chunk / 16). Where a stage has one n chunk on one warp
+    column and unrolled k chunks, the m16n8 tiles whose 8 columns all lie at or past n are
+    never stored, and the compiler drops their mma (a head of N = 1 keeps one of its two).
+    Barriers: one after X is staged, two per k chunk of a matmul in the code (operands
+    landed; buffer free), one after every other stage, one after Y leaves shared memory."""
     tm, warps = k["tile_rows"], k["warps"]
     wm = max(d for d in range(1, tm // 16 + 1) if (tm // 16) % d == 0 and d <= warps)
     mma, bar = 0, 1
     for s in k["stages"]:
         if s["op"] in ("linear", "gated"):
             nk = s["k_pad"] // s["k_chunk"]
+            unrolled = nk <= cm.UNROLL_K
+            nk = nk if unrolled else 1
             q = s["n_chunk"] // 16
             wn = max(w for w in range(1, warps // wm + 1) if q % w == 0)
             atoms = s["n_chunk"] // (8 * wn)
-            if wn == 1 and s["n_pad"] == s["n_chunk"]:
+            if wn == 1 and s["n_pad"] == s["n_chunk"] and unrolled:
                 atoms = sum(1 for j in range(atoms) if 8 * j < s["n"])
             per_k = (s["k_chunk"] // 16) * (tm // (16 * wm)) * atoms
             mma += (2 if s["op"] == "gated" else 1) * nk * per_k

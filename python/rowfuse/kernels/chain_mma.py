@@ -58,6 +58,8 @@ from rowfuse.kernels.rowfuse_kernels import SpecError, TileOps, _vec_elems
 MODE = "chain_mma"
 ACTS = ("relu", "gelu_erf", "gelu_tanh", "silu", "sigmoid", "tanh", "identity")
 EPILOGUE_OPS = ("act", "add", "mul")
+# k chunks of a matmul stage unrolled; more are a loop (compile time and code size)
+UNROLL_K = 4
 
 
 @dataclass(frozen=True)
@@ -575,7 +577,6 @@ class ChainKernel(TileOps):
         rings = [self.ring(base, s, m) for m in range(s.mats)]
         vw = _vec_elems(s.n, 2)
         src = slots[s.src]
-        nbuf = p.weight_buffers
 
         # the first W tile
         for m in cutlass.range_constexpr(s.mats):
@@ -588,92 +589,112 @@ class ChainKernel(TileOps):
             ]
             for m in cutlass.range_constexpr(s.mats):
                 accs[m].fill(0.0)
-            for kj in cutlass.range_constexpr(nk):
-                buf = 0
-                if cutlass.const_expr(nbuf == 2):
-                    buf = (nj * nk + kj) % 2
-                    # prefetch the next tile into the other buffer (last read one tile ago,
-                    # before that tile's closing barrier)
-                    if cutlass.const_expr(kj + 1 < nk):
-                        for m in cutlass.range_constexpr(s.mats):
-                            self.stage(
-                                gws[m],
-                                rings[m][None, None, 1 - buf],
-                                (kj + 1) * kc,
-                                s.k - (kj + 1) * kc,
-                                nj * nc,
-                                s.n - nj * nc,
-                                kc,
-                                nc,
-                                vw,
-                                tid,
-                            )
-                    else:
-                        if nj + 1 < nn:
-                            for m in cutlass.range_constexpr(s.mats):
-                                self.stage(
-                                    gws[m],
-                                    rings[m][None, None, 1 - buf],
-                                    0,
-                                    s.k,
-                                    (nj + 1) * nc,
-                                    s.n - (nj + 1) * nc,
-                                    kc,
-                                    nc,
-                                    vw,
-                                    tid,
-                                )
-                    cute.arch.cp_async_commit_group()  # (empty after the stage's last tile)
-                    cute.arch.cp_async_wait_group(1)
-                else:
-                    if cutlass.const_expr(kj > 0):
-                        for m in cutlass.range_constexpr(s.mats):
-                            self.stage(
-                                gws[m],
-                                rings[m][None, None, 0],
-                                kj * kc,
-                                s.k - kj * kc,
-                                nj * nc,
-                                s.n - nj * nc,
-                                kc,
-                                nc,
-                                vw,
-                                tid,
-                            )
-                    else:
-                        if nj > 0:
-                            for m in cutlass.range_constexpr(s.mats):
-                                self.stage(
-                                    gws[m],
-                                    rings[m][None, None, 0],
-                                    0,
-                                    s.k,
-                                    nj * nc,
-                                    s.n - nj * nc,
-                                    kc,
-                                    nc,
-                                    vw,
-                                    tid,
-                                )
-                    cute.arch.cp_async_commit_group()
-                    cute.arch.cp_async_wait_group(0)
-                cute.arch.sync_threads()
-                if tid < active:
-                    sA = cute.make_tensor(
-                        src.iterator + kj * kc,
-                        cute.make_layout((tm, kc), stride=(p.values[s.src].row_stride, 1)),
+            mm = (tiled_mma, thr_mma, thr_a, thr_b, tCc, gws, rings, vw, src, active)
+            if cutlass.const_expr(nk <= UNROLL_K):
+                for kj in cutlass.range_constexpr(nk):
+                    self.k_step(ctx, s, mm, accs, nj, kj)
+            else:
+                for kj in cutlass.range(nk, unroll=1):
+                    self.k_step(ctx, s, mm, accs, nj, kj)
+
+    @cute.jit
+    def k_step(self, ctx, s: cutlass.Constexpr, mm, accs, nj, kj):
+        """One k chunk of n chunk nj: stream the next W tile in, wait for this one, MMA it
+        into accs, and after the last k chunk run the epilogue. kj is a Python int (the k
+        chunks unrolled) or a runtime value (a loop, beyond UNROLL_K chunks)."""
+        mWh, mWf, mY, slots, base, row0, nrows, tid = ctx
+        tiled_mma, thr_mma, thr_a, thr_b, tCc, gws, rings, vw, src, active = mm
+        p, tm = self.p, self.tm
+        kc, nc = s.k_chunk, s.n_chunk
+        nk, nn = s.k_pad // kc, s.n_pad // nc
+        nbuf = p.weight_buffers
+        buf = 0
+        if cutlass.const_expr(nbuf == 2):
+            buf = (nj * nk + kj) % 2
+            # prefetch the next tile into the other buffer (last read one tile ago,
+            # before that tile's closing barrier)
+            if kj + 1 < nk:
+                for m in cutlass.range_constexpr(s.mats):
+                    self.stage(
+                        gws[m],
+                        rings[m][None, None, 1 - buf],
+                        (kj + 1) * kc,
+                        s.k - (kj + 1) * kc,
+                        nj * nc,
+                        s.n - nj * nc,
+                        kc,
+                        nc,
+                        vw,
+                        tid,
                     )
+            else:
+                if nj + 1 < nn:
                     for m in cutlass.range_constexpr(s.mats):
-                        sB = cute.make_tensor(
-                            rings[m][None, None, buf].iterator,
-                            cute.make_layout((nc, kc), stride=(1, nc + p.smem_pad)),
+                        self.stage(
+                            gws[m],
+                            rings[m][None, None, 1 - buf],
+                            0,
+                            s.k,
+                            (nj + 1) * nc,
+                            s.n - (nj + 1) * nc,
+                            kc,
+                            nc,
+                            vw,
+                            tid,
                         )
-                        self.mma(tiled_mma, thr_mma, thr_a, thr_b, sA, sB, accs[m])
-                    if cutlass.const_expr(kj == nk - 1):
-                        self.mm_epilogue(ctx, s, accs, tCc, nj * nc)
-                # every warp is done with this buffer (and, after the last tile, the
-                # epilogue's stores are visible to the next stage)
-                cute.arch.sync_threads()
+            cute.arch.cp_async_commit_group()  # (empty after the stage's last tile)
+            cute.arch.cp_async_wait_group(1)
+        else:
+            if kj > 0:
+                for m in cutlass.range_constexpr(s.mats):
+                    self.stage(
+                        gws[m],
+                        rings[m][None, None, 0],
+                        kj * kc,
+                        s.k - kj * kc,
+                        nj * nc,
+                        s.n - nj * nc,
+                        kc,
+                        nc,
+                        vw,
+                        tid,
+                    )
+            else:
+                if nj > 0:
+                    for m in cutlass.range_constexpr(s.mats):
+                        self.stage(
+                            gws[m],
+                            rings[m][None, None, 0],
+                            0,
+                            s.k,
+                            nj * nc,
+                            s.n - nj * nc,
+                            kc,
+                            nc,
+                            vw,
+                            tid,
+                        )
+            cute.arch.cp_async_commit_group()
+            cute.arch.cp_async_wait_group(0)
+        cute.arch.sync_threads()
+        if tid < active:
+            # src viewed as [tile_rows, k_chunk, k chunks]; k chunk kj (a mode, so that the
+            # slice keeps the 16-byte alignment ldmatrix needs when kj is a runtime value)
+            sA = cute.make_tensor(
+                src.iterator,
+                cute.make_layout((tm, kc, nk), stride=(p.values[s.src].row_stride, 1, kc)),
+            )[None, None, kj]
+            for m in cutlass.range_constexpr(s.mats):
+                sB = cute.make_tensor(
+                    rings[m][None, None, buf].iterator,
+                    cute.make_layout((nc, kc), stride=(1, nc + p.smem_pad)),
+                )
+                self.mma(tiled_mma, thr_mma, thr_a, thr_b, sA, sB, accs[m])
+            if kj == nk - 1:
+                self.mm_epilogue(ctx, s, accs, tCc, nj * nc)
+        # every warp is done with this buffer (and, after the last tile, the
+        # epilogue's stores are visible to the next stage)
+        cute.arch.sync_threads()
 
     @cute.jit
     def mm_epilogue(self, ctx, s: cutlass.Constexpr, accs, tCc, col0):
