@@ -12,7 +12,8 @@ Per row tile (`tile_rows` rows; grid-stride over tiles):
      - linear: dst = src @ W (+ b), then the fused epilogue (act / add / mul) in fp32 on
        the accumulator. W streams through the double-buffered cp.async ring in tiles of
        [k_chunk x n_chunk] (zero-filled outside [K, N]); ldmatrix + mma.sync m16n8k16
-       (fp16 in, fp32 accumulators), one n chunk at a time, k chunks innermost.
+       (fp16 in, fp32 accumulators), one n chunk at a time, k chunks innermost (unrolled
+       up to UNROLL_K, a loop beyond).
      - gated: the same with two weight tiles per ring slot and two accumulators;
        dst = act(src @ Wg + bg) * (src @ Wu + bu).
      - act / add: elementwise over the slots, inputs read at their stored precision,
@@ -39,8 +40,10 @@ columns. A stage whose n_chunk / 16 is not a multiple of warps_n runs its MMA on
 largest warps_n' <= warps_n that divides n_chunk / 16 (the other warps wait at the
 barrier): the geometry stays the planner's, the generator only maps it onto warps.
 
-Activations are fp32 with the DSL's math functions (cutlass.cute.math: erf, tanh, exp,
-sqrt; full-precision lowerings, not the approximate ones).
+Activations are fp32 with the DSL's math functions without fast-math (cutlass.cute.math erf,
+tanh, exp, sqrt): they lower to the same range-reduced sequences as CUDA's erff, tanhf and
+expf (which use ex2.approx / rcp.approx inside; CUDA documents them within 2 ulp), never a
+bare approximate instruction on the argument; division and sqrt are IEEE (div.rn, sqrt.rn).
 """
 
 from __future__ import annotations
