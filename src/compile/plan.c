@@ -37,7 +37,7 @@ int rf_schedule_grid_balanced(rf_schedule_t s) {
  * kernel (the shim, src/pkg/rf_pkg_shim.c, which the generator builds with
  * RF_PKG_FAULT_<SPELLING> defined: each launch goes to a stream other than the caller's, so
  * a capture records no kernel). A kernel fault leaves the other family's kernels correct. */
-enum { FAULT_MMA, FAULT_WGMMA, FAULT_LAUNCHER };
+enum { FAULT_MMA, FAULT_WGMMA, FAULT_LAUNCHER, FAULT_STREAM };
 static const struct {
     const char *name, *spelling;
     int where;
@@ -58,6 +58,11 @@ static const struct {
      "every launch on a stream the shim created"},
     {"wrong-stream-per-thread", "stream_thread", FAULT_LAUNCHER,
      "every launch on the per-thread default stream"},
+    /* chain_stream (compile/chain_stream.c plants them; chain packages only) */
+    {"stream-no-fence", "stream_no_fence", FAULT_STREAM,
+     "the cross-block reduction without its release and acquire fences (relaxed counter)"},
+    {"stream-early-reduce", "stream_early_reduce", FAULT_STREAM,
+     "the first block to arrive reduces a chunk, before the other blocks' partials are written"},
 };
 enum { RF_FAULT_COUNT = (int)(sizeof rf_faults / sizeof rf_faults[0]) };
 
@@ -66,7 +71,8 @@ int rf_compile_fault_info(int i, const char **out_name, const char **out_what,
     static const char *const schedules[] = {
         [FAULT_MMA] = "persistent-smem, persistent-gmem, conventional",
         [FAULT_WGMMA] = "persistent-wgmma",
-        [FAULT_LAUNCHER] = "persistent-smem, persistent-gmem, conventional, persistent-wgmma"};
+        [FAULT_LAUNCHER] = "persistent-smem, persistent-gmem, conventional, persistent-wgmma",
+        [FAULT_STREAM] = "chain-stream"};
     if (i < 0 || i >= RF_FAULT_COUNT)
         return 0;
     *out_name = rf_faults[i].name;
@@ -165,6 +171,11 @@ rf_status_t rf_compile_plan(int64_t channels, int64_t hidden, const rf_compile_o
         return RF_ERR(RF_CODE_INVALID_ARGUMENT, "--plant-fault must be one of %s, not '%s'", names,
                       o->fault);
     }
+    if (o->fault && rf_faults[fault_find(o->fault)].where == FAULT_STREAM)
+        return RF_ERR(RF_CODE_UNSUPPORTED,
+                      "--plant-fault %s is planted in the chain_stream kernel of a chain package "
+                      "(the residual MLP's schedules have no variant of it)",
+                      o->fault);
     if (o->sm_count < 0 || o->sm_count > 1024)
         return RF_ERR(RF_CODE_INVALID_ARGUMENT, "SM count %d outside 1..1024", o->sm_count);
     if (o->sm_count)

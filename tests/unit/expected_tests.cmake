@@ -8,7 +8,7 @@
 #                  driver), also in the sanitizer build with RF_WITH_CUDA=OFF
 # Adding a test: add its name to the list of its condition.
 set(RF_EXPECTED_TESTS_ALWAYS
-  test_bench_stats test_chain_faults test_chain_ops test_chain_plan test_contract_mlir test_eval_faults test_eval_split test_eval_stats
+  test_bench_stats test_chain_faults test_chain_ops test_chain_plan test_chain_stream test_contract_mlir test_eval_faults test_eval_split test_eval_stats
   test_fault_plan test_fp16 test_gate_faults test_json test_npy test_onnx_import test_ref test_ref_given
   test_schedule test_schedule_hopper test_shape test_span_attr test_verify
   test_verify_random)
