@@ -49,7 +49,7 @@
 #define RF_STREAM_SM_GBS 110.0         /* one block streaming weights alone (chain_mma) */
 #define RF_STREAM_MMA_FIXED_US 4.0     /* chain_mma's fixed cost */
 #define RF_STREAM_MAX_ROWS 64          /* auto: the schedule is a decode schedule */
-#define RF_STREAM_MIN_WEIGHT (1 << 20) /* auto: below 1 MB of weights the split does not pay */
+#define RF_STREAM_MIN_WEIGHT (4 << 20) /* auto: below 4 MB of weights chain_mma stays */
 
 typedef struct rf_chain_stream_shape {
     int norm;   /* stage index of the norm, -1: none */

@@ -1,0 +1,127 @@
+"""`rowfuse compile` of an FFN at decode-sized row counts: the weight-streaming schedule
+(src/compile/chain_stream.c, python/rowfuse/kernels/chain_stream.py) without a GPU.
+
+A SwiGLU FFN with RMSNorm (512 -> 2048, 6 MB of fp16 weights) at 4 rows is planned as
+chain_stream by the automatic choice, with --schedule chain it keeps chain_mma; a GPT-2
+style GELU FFN (128 -> 512) is forced with --schedule chain-stream. The kernel compiles to
+sm_90a PTX holding the tensor-core mma.sync, the release/acquire fences and the acq_rel
+counter of the cross-block reduction, no local memory, and links into a library exporting
+the chain entry. The planted faults change exactly that code: stream-no-fence drops the
+fences and relaxes the counter, stream-early-reduce compares the counter's old value with 0
+instead of blocks - 1. Needs the rowfuse binary (RF_BIN), torch + onnx and the CuTe DSL.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import re
+import subprocess
+
+import pytest
+
+pytest.importorskip("torch")
+pytest.importorskip("onnx")
+pytest.importorskip("cutlass")
+
+from cli_util import rowfuse  # noqa: E402
+from rowfuse import blocks  # noqa: E402
+from rowfuse.export import export  # noqa: E402
+
+# the arrival on a chunk's counter and the test of its old value (the reducer's choice)
+ARRIVE = r"atom\.global\.acq_rel\.add\.u32\s+(%r\d+),.*\n\s*setp\.eq\.b32\s+%p\d+, \1, "
+
+
+def _model(tmp, kind, c, h):
+    module, ex = blocks.make(kind, small=True, rows=4, c=c, h=h)
+    return export(module, ex, 4, str(tmp / f"{kind}_{c}.onnx"))
+
+
+def _compile(model, out, *extra):
+    p = rowfuse("compile", model, "--rows", 4, "-o", out, *extra)
+    assert p.returncode == 0, p.stdout + p.stderr
+    plan = json.loads((out / "plan.json").read_text())
+    (k,) = plan["kernels"]
+    facts = json.loads((out / "kernels.json").read_text())["kernels"][0]
+    path = out / facts["files"]["ptx"]
+    opener = gzip.open if str(path).endswith(".gz") else open
+    with opener(path, "rt") as f:
+        ptx = f.read()
+    return p.stdout, plan, k, facts, ptx
+
+
+@pytest.fixture(scope="module")
+def swiglu(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("swiglu")
+    return tmp, _model(tmp, "llama_ffn", 512, 2048)
+
+
+def test_auto_picks_the_stream_for_few_rows(swiglu):
+    tmp, model = swiglu
+    out, plan, k, facts, ptx = _compile(model, tmp / "auto")
+    assert plan["schedule"] == "chain_stream" and k["mode"] == "chain_stream", out
+    assert "(chain_stream)" in out and "few rows and large weights" in out
+    # the split: one block per slice of the hidden, every column covered, one launch's grid
+    hidden = plan["chain"]["stages"][1]["n"]
+    assert k["grid"] == k["blocks"] and k["slice"] % 16 == 0
+    assert k["blocks"] * k["slice"] >= hidden > (k["blocks"] - 1) * k["slice"]
+    assert k["scratch_partial_per_row"] == k["blocks"] * plan["chain"]["out_width"]
+    assert k["cost_us"] < k["chain_mma_cost_us"]
+    assert ".target sm_90a" in ptx and ptx.count("mma.sync.aligned.m16n8k16") > 0
+    assert ptx.count("fence.acq_rel.gpu") == 2, "release before the counter, acquire after"
+    assert len(re.findall(r"atom\.global\.acq_rel(\.gpu)?\.add", ptx)) == 1
+    # the block whose arrival is the last (old count blocks - 1) reduces
+    assert re.search(ARRIVE + rf"{k['blocks'] - 1};", ptx)
+    assert len(re.findall(r"atom\.global(\.relaxed)?(\.gpu)?\.exch", ptx)) == 1
+    assert facts.get("sass_local", 0) == 0 and facts["registers"] <= 255
+    table = (tmp / "auto" / "rf_pkg_table.h").read_text()
+    assert f"RF_PKG_STREAM_KERNELS(X) X({k['name']})" in table
+    syms = subprocess.run(
+        ["nm", "-D", str(tmp / "auto" / "librowfuse_pkg.so")], capture_output=True, text=True
+    ).stdout
+    assert "rf_pkg_launch_chain" in syms
+
+
+def test_schedule_chain_keeps_chain_mma(swiglu):
+    tmp, model = swiglu
+    out, plan, k, _, ptx = _compile(model, tmp / "mma", "--schedule", "chain")
+    assert plan["schedule"] == "chain" and k["mode"] == "chain_mma"
+    assert "fence.acq_rel.gpu" not in ptx
+
+
+@pytest.mark.parametrize("fault", ["stream-no-fence", "stream-early-reduce"])
+def test_planted_faults_change_the_reduction(swiglu, fault):
+    tmp, model = swiglu
+    _, plan, k, _, ptx = _compile(model, tmp / fault, "--plant-fault", fault)
+    assert k["fault"] == fault.replace("-", "_")
+    if fault == "stream-no-fence":
+        assert "fence.acq_rel.gpu" not in ptx
+        assert not re.search(r"atom\.global\.acq_rel", ptx)
+    else:
+        assert ptx.count("fence.acq_rel.gpu") == 2
+        # the reducer's test compares the counter's old value with 0, not blocks - 1
+        assert re.search(ARRIVE + "0;", ptx)
+
+
+def test_fault_refused_with_schedule_chain(swiglu):
+    tmp, model = swiglu
+    p = rowfuse(
+        "compile", model, "--rows", 4, "-o", tmp / "x", "--schedule", "chain",
+        "--plant-fault", "stream-no-fence",
+    )  # fmt: skip
+    assert p.returncode != 0 and "planted in the chain_stream kernel" in p.stderr
+
+
+def test_forced_gelu_ffn(tmp_path):
+    model = _model(tmp_path, "gpt2_ffn", 128, 512)
+    out, plan, k, _, ptx = _compile(model, tmp_path / "pkg", "--schedule", "chain-stream")
+    assert k["mode"] == "chain_stream" and "forced" in out and k["norm"] == 0
+    assert plan["chain"]["stages"][0]["kind"] == "layernorm"
+    assert ptx.count("fence.acq_rel.gpu") == 2 and "mma.sync.aligned" in ptx
+
+
+def test_plant_fault_list_names_chain_stream():
+    p = rowfuse("compile", "--plant-fault", "list")
+    lines = [ln.split("\t") for ln in p.stdout.splitlines()]
+    assert ["stream-no-fence", "chain-stream"] == lines[-2][:2]
+    assert ["stream-early-reduce", "chain-stream"] == lines[-1][:2]
