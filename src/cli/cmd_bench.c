@@ -1,10 +1,11 @@
 /* `rowfuse bench PKGDIR --c [--rows N] [--seed S] [--rounds R] [--obs K] [--tol T]
- *  [--control-obs K] [--no-span] [--span-attribution correlation|order] [--git-rev REV]
- *  [-o out.json]`: the benchmark of docs/benchmarking.md from a C host (the
+ *  [--control-obs K] [--no-span] [--span-attribution correlation|order] [--cold-l2]
+ *  [--git-rev REV] [-o out.json]`: the benchmark of docs/benchmarking.md from a C host (the
  * empty floor, the package's schedules and cuBLASLt; see src/harness/c_bench.h). Progress
  * lines go to stderr, the JSON to -o (default stdout). The GPU span comes from CUPTI over
  * the timed graph observations; --control-obs sets the control round without CUPTI (0:
- * none), --no-span keeps CUPTI off altogether. The Python variants (PyTorch,
+ * none), --no-span keeps CUPTI off altogether, --cold-l2 evicts the L2 before every
+ * observation (c_bench.h). The Python variants (PyTorch,
  * torch.compile, Triton) are `python -m rowfuse.bench`; `python -m rowfuse.bench.report`
  * merges both. Built without CUDA, the command says so. */
 #include <errno.h>
@@ -38,7 +39,7 @@ static void rf_bench_progress(void *ctx, const char *line) {
 
 int rf_cmd_bench(int argc, char **argv) {
     const char *pkg = NULL, *out_path = NULL, *git = NULL, *variants = NULL;
-    int c_host = 0, span = 1, ceilings = 1;
+    int c_host = 0, span = 1, ceilings = 1, cold_l2 = 0;
     int64_t rows = 0, seed = -1, rounds = 5, obs = 200, control = 200;
     const char *attribution = "correlation";
     double tol = rf_mlp_tolerance_default().step_fraction;
@@ -47,6 +48,8 @@ int rf_cmd_bench(int argc, char **argv) {
         const char *val = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "--c")) {
             c_host = 1;
+        } else if (!strcmp(a, "--cold-l2")) {
+            cold_l2 = 1; /* a 256 MiB write before every observation evicts the L2 */
         } else if (!strcmp(a, "--no-ceilings")) {
             ceilings = 0; /* skip the copy and GEMM ceilings (ceilings.c) */
         } else if (!strcmp(a, "--variants")) {
@@ -128,6 +131,7 @@ int rf_cmd_bench(int argc, char **argv) {
     (void)out_path;
     (void)git;
     (void)ceilings;
+    (void)cold_l2;
     (void)variants;
     (void)span;
     (void)control;
@@ -150,6 +154,7 @@ int rf_cmd_bench(int argc, char **argv) {
         return rf_cli_report("bench", pst);
     o.tol.step_fraction = tol;
     o.ceilings = ceilings;
+    o.cold_l2 = cold_l2;
     o.variants = variants;
     o.git_revision = git ? git : getenv("ROWFUSE_GIT_REV");
     o.progress = rf_bench_progress;

@@ -78,14 +78,16 @@ static const rf_cli_command_t rf_commands[] = {
     {"bench", rf_cmd_bench,
      "bench PKGDIR --c [--rows N] [--seed S] [--rounds R] [--obs K] [--tol T] "
      "[--control-obs K] [--no-span] [--span-attribution correlation|order] [--no-ceilings] "
-     "[--variants A,B] [--git-rev REV] [-o OUT.json]",
+     "[--cold-l2] [--variants A,B] [--git-rev REV] [-o OUT.json]",
      "Benchmarks a package from the C host (needs a GPU): the empty floor, the package's\n"
      "schedules and cuBLASLt, timed as CUDA Graph replays (docs/benchmarking.md). Progress\n"
      "goes to stderr, the JSON to -o (default stdout). The Python peers are\n"
      "`python -m rowfuse.bench`; `rowfuse report` merges both.\n"
      "  --variants A,B     time only these schedules (and the floor)\n"
      "  --control-obs K    observations of the control round without CUPTI (0: none)\n"
-     "  --no-span          no CUPTI span at all   --no-ceilings   skip the copy/GEMM ceilings\n",
+     "  --no-span          no CUPTI span at all   --no-ceilings   skip the copy/GEMM ceilings\n"
+     "  --cold-l2          write 256 MiB before every observation (outside it): a cold L2\n"
+     "A chain package is timed against the floor, with the rate its weights stream at.\n",
      1},
     {"report", rf_cmd_report, "report RUN.json... -o DIR [--no-plot]",
      "Merges benchmark runs (`rowfuse bench --c`, `python -m rowfuse.bench`) into a report:\n"

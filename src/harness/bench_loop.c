@@ -24,10 +24,16 @@ static rf_status_t rf_bench_cuda(cudaError_t err, const char *what) {
 }
 
 /* One observation: host clock around event, enqueue, event, event synchronize. */
-static rf_status_t rf_bench_observe(rf_bench_enqueue_fn fn, void *ctx, cudaStream_t s,
-                                    cudaEvent_t e0, cudaEvent_t e1, double *out_event_us,
-                                    double *out_host_us) {
+static rf_status_t rf_bench_observe(const rf_bench_options_t *o, rf_bench_enqueue_fn fn, void *ctx,
+                                    cudaStream_t s, cudaEvent_t e0, cudaEvent_t e1,
+                                    double *out_event_us, double *out_host_us) {
     float ms = 0.0f;
+    if (o->flush && o->flush_bytes > 0) { /* cold L2: outside the events and the host clock */
+        RF_RETURN_IF_ERROR_PLAIN(
+            rf_bench_cuda(cudaMemsetAsync(o->flush, 0x5a, (size_t)o->flush_bytes, s),
+                          "cudaMemsetAsync(L2 flush)"));
+        RF_RETURN_IF_ERROR_PLAIN(rf_bench_cuda(cudaStreamSynchronize(s), "L2 flush"));
+    }
     double t0 = rf_bench_now_us();
     RF_RETURN_IF_ERROR_PLAIN(rf_bench_cuda(cudaEventRecord(e0, s), "cudaEventRecord(start)"));
     RF_RETURN_IF_ERROR_PLAIN(fn(ctx, s));
@@ -46,10 +52,10 @@ static rf_status_t rf_bench_observe(rf_bench_enqueue_fn fn, void *ctx, cudaStrea
  * eager selects the eager enqueue (items without one are skipped). Observation k of round
  * r of item i lands at [i][r*obs + k] of ev and host; seq (may be NULL) receives the item
  * of every observation in execution order. */
-static rf_status_t rf_bench_interleave(int rounds, int obs, uint64_t seed,
-                                       const rf_bench_item_t *items, int n, int eager,
-                                       cudaStream_t s, cudaEvent_t e0, cudaEvent_t e1, double *ev,
-                                       double *host, int *seq) {
+static rf_status_t rf_bench_interleave(const rf_bench_options_t *o, int rounds, int obs,
+                                       uint64_t seed, const rf_bench_item_t *items, int n,
+                                       int eager, cudaStream_t s, cudaEvent_t e0, cudaEvent_t e1,
+                                       double *ev, double *host, int *seq) {
     size_t per = (size_t)rounds * (size_t)obs, done = 0;
     int order[64];
     rf_rng_t rng;
@@ -73,7 +79,7 @@ static rf_status_t rf_bench_interleave(int rounds, int obs, uint64_t seed,
                 if (!fn)
                     continue;
                 size_t at = (size_t)i * per + (size_t)r * (size_t)obs + (size_t)k;
-                RF_RETURN_IF_ERROR(rf_bench_observe(fn, ctx, s, e0, e1, &ev[at], &host[at]),
+                RF_RETURN_IF_ERROR(rf_bench_observe(o, fn, ctx, s, e0, e1, &ev[at], &host[at]),
                                    "%s %s observation %d of round %d", it->name,
                                    eager ? "eager" : "graph", k, r);
                 if (seq)
@@ -204,7 +210,7 @@ rf_status_t rf_bench_time_items(rf_allocator_t a, const rf_bench_options_t *o,
                                                 "lines): no GPU span"
                                               : "CUPTI off for this run (--no-span): no GPU span"));
     }
-    st = rf_bench_interleave(o->rounds, o->observations, 0xbe4c4ull, items, n, 0, s, e0, e1, gev,
+    st = rf_bench_interleave(o, o->rounds, o->observations, 0xbe4c4ull, items, n, 0, s, e0, e1, gev,
                              ghost, seq);
     if (cupti) {
         rf_status_t e = rf_bench_span_end(a, &recs, &nrec);
@@ -222,7 +228,7 @@ rf_status_t rf_bench_time_items(rf_allocator_t a, const rf_bench_options_t *o,
 
     /* 2. the control round without CUPTI: does CUPTI move the host figures? */
     if (cupti && cper > 0) {
-        if ((st = rf_bench_interleave(1, o->control_observations, 0xc0417ull, items, n, 0, s, e0,
+        if ((st = rf_bench_interleave(o, 1, o->control_observations, 0xc0417ull, items, n, 0, s, e0,
                                       e1, cev, chost, NULL)))
             goto done;
         for (int i = 0; i < n && !st; i++) {
@@ -235,7 +241,7 @@ rf_status_t rf_bench_time_items(rf_allocator_t a, const rf_bench_options_t *o,
     }
 
     /* 3. eager rounds, then the summaries and back-to-back replays */
-    if ((st = rf_bench_interleave(o->rounds, o->observations, 0xbe4c5ull, items, n, 1, s, e0, e1,
+    if ((st = rf_bench_interleave(o, o->rounds, o->observations, 0xbe4c5ull, items, n, 1, s, e0, e1,
                                   eev, ehost, NULL)))
         goto done;
     for (int i = 0; i < n && !st; i++) {

@@ -56,6 +56,12 @@ typedef struct rf_bench_options {
     int span;                 /* 1: CUPTI records the graph rounds (a span per observation) */
     int control_observations; /* per item, a graph round with CUPTI off after them; 0: none */
     rf_bench_attribution_t attribution;
+    /* cold L2: before every graph, eager and control observation (outside its events and
+     * host clock) `flush_bytes` of device memory at `flush` are written and the stream
+     * synchronised, so what the previous observation left in the L2 is evicted; 0 / NULL:
+     * warm (replays find what the last one left). Back-to-back samples stay warm. */
+    void *flush;
+    int64_t flush_bytes;
 } rf_bench_options_t;
 
 typedef struct rf_bench_timing {

@@ -9,9 +9,14 @@
 #include <string.h>
 #include <time.h>
 
+#include <cjson/cJSON.h>
+#include <stdlib.h>
+
 #include "base/json.h"
 #include "rowfuse/mlp.h"
+#include "rowfuse/rng.h"
 #include "rowfuse/runtime.h"
+#include "rowfuse/tensor.h"
 
 int rf_bench_empty_launch(void *stream); /* empty.cu */
 
@@ -229,6 +234,17 @@ static void rf_bench_json_ceilings(rf_json_writer_t *w, const rf_bench_ceilings_
     rf_json_object_end(w);
 }
 
+/* The L2 state of the timed observations (method.l2). */
+static void rf_bench_json_l2(rf_json_writer_t *w, const rf_bench_c_options_t *o) {
+    rf_json_key_string(w, "l2", o->cold_l2 ? "cold" : "warm");
+    rf_json_key_int(w, "l2_flush_bytes", o->cold_l2 ? RF_BENCH_FLUSH_BYTES : 0);
+    rf_json_key_string(w, "l2_note",
+                       o->cold_l2 ? "a device buffer of l2_flush_bytes written and synchronised "
+                                    "before every graph, eager and control observation, outside "
+                                    "its events and host clock; back-to-back samples stay warm"
+                                  : "replays find what the previous observation left in the L2");
+}
+
 static rf_status_t rf_bench_write_json(FILE *f, const rf_bench_c_options_t *o,
                                        const rf_device_info_t *info, const rf_mlp_case_t *d,
                                        const rf_pkg_t *pkg, rf_bench_cvar_t *vars, int nvars,
@@ -284,6 +300,7 @@ static rf_status_t rf_bench_write_json(FILE *f, const rf_bench_c_options_t *o,
     rf_json_key_string(&w, "control",
                        "one further interleaved graph round per variant with CUPTI off, after "
                        "the CUPTI rounds: event_us_no_cupti / host_us_no_cupti");
+    rf_bench_json_l2(&w, o);
     rf_json_object_end(&w);
     if (ceil)
         rf_bench_json_ceilings(&w, ceil);
@@ -347,6 +364,16 @@ static void rf_bench_record_error(rf_bench_cvar_t *v, rf_status_t st) {
     v->ok = 0;
 }
 
+/* The cold-L2 flush buffer (c_bench.h); the caller frees timing->flush. */
+static rf_status_t rf_bench_flush_alloc(rf_bench_options_t *timing) {
+    timing->flush_bytes = RF_BENCH_FLUSH_BYTES;
+    return rf_bench_cuda_st(cudaMalloc(&timing->flush, (size_t)timing->flush_bytes),
+                            "cudaMalloc(L2 flush buffer)");
+}
+
+static rf_status_t rf_bench_c_run_chain(rf_allocator_t a, const rf_bench_c_options_t *o,
+                                        FILE *json_out);
+
 rf_status_t rf_bench_c_run(rf_allocator_t a, const rf_bench_c_options_t *o, FILE *json_out) {
     rf_device_info_t info;
     rf_pkg_t *pkg = NULL;
@@ -370,6 +397,8 @@ rf_status_t rf_bench_c_run(rf_allocator_t a, const rf_bench_c_options_t *o, FILE
         rf_bench_say(o, "CUPTI unavailable, no GPU span: %s", rf_status_message(cupti));
         rf_status_free(cupti);
     }
+    if (rf_chain_pkg_probe(o->pkg_dir))
+        return rf_bench_c_run_chain(a, o, json_out);
     if ((st = rf_pkg_load(a, o->pkg_dir, &pkg)))
         goto done;
     int64_t rows = o->rows > 0 ? o->rows : rf_pkg_rows(pkg);
@@ -437,7 +466,12 @@ rf_status_t rf_bench_c_run(rf_allocator_t a, const rf_bench_c_options_t *o, FILE
                  o->timing.span && rf_bench_span_ready() ? "on" : "off",
                  rf_bench_attribution_name(o->timing.attribution),
                  o->timing.span && rf_bench_span_ready() ? o->timing.control_observations : 0);
-    if ((st = rf_bench_time_items(a, &o->timing, items, nitems, (cudaStream_t)stream, timings)))
+    rf_bench_options_t timing = o->timing;
+    if (o->cold_l2 && (st = rf_bench_flush_alloc(&timing)))
+        goto done;
+    st = rf_bench_time_items(a, &timing, items, nitems, (cudaStream_t)stream, timings);
+    (void)cudaFree(timing.flush);
+    if (st)
         goto done;
     for (int i = 0; i < RF_BENCH_MAX_VARIANTS; i++) {
         if (timing_of[i] < 0)
@@ -489,4 +523,232 @@ done:
     rf_mlp_case_free(a, &d);
     rf_pkg_destroy(pkg);
     return st;
+}
+
+/* ---- chain packages ---- */
+
+typedef struct rf_bench_chain {
+    rf_chain_exec_t *exec;
+} rf_bench_chain_t;
+
+static rf_status_t rf_bench_replay_chain(void *ctx, cudaStream_t s) {
+    return rf_chain_run(((rf_bench_chain_t *)ctx)->exec, (void *)s);
+}
+
+static rf_status_t rf_bench_launch_chain(void *ctx, cudaStream_t s) {
+    return rf_chain_launch(((rf_bench_chain_t *)ctx)->exec, (void *)s);
+}
+
+/* plan.json's schedule, kernel mode and fp16 weight bytes (2 * chain.wh_elems). */
+static rf_status_t rf_bench_chain_facts(const char *dir, char *schedule, size_t size,
+                                        double *out_weight_bytes) {
+    char path[1100];
+    snprintf(path, sizeof path, "%s/plan.json", dir);
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return RF_ERR(RF_CODE_NOT_FOUND, "%s: cannot open", path);
+    char *text = NULL;
+    long n = fseek(f, 0, SEEK_END) == 0 ? ftell(f) : -1;
+    if (n > 0 && n < (16l << 20) && fseek(f, 0, SEEK_SET) == 0 && (text = malloc((size_t)n + 1)))
+        text[fread(text, 1, (size_t)n, f)] = '\0';
+    fclose(f);
+    cJSON *root = text ? cJSON_Parse(text) : NULL;
+    free(text);
+    const cJSON *sch = cJSON_GetObjectItemCaseSensitive(root, "schedule");
+    const cJSON *wh = cJSON_GetObjectItemCaseSensitive(
+        cJSON_GetObjectItemCaseSensitive(root, "chain"), "wh_elems");
+    rf_status_t st = RF_OK;
+    if (!cJSON_IsString(sch) || !cJSON_IsNumber(wh))
+        st = RF_ERR(RF_CODE_PARSE_ERROR, "%s: no \"schedule\" or \"chain\".\"wh_elems\"", path);
+    else {
+        snprintf(schedule, size, "%s", sch->valuestring);
+        *out_weight_bytes = 2.0 * wh->valuedouble;
+    }
+    cJSON_Delete(root);
+    return st;
+}
+
+/* A replay into a NaN-poisoned Y is finite and a second replay gives the same bits. */
+static rf_status_t rf_bench_chain_sanity(rf_allocator_t a, rf_chain_exec_t *e, int64_t n,
+                                         void *stream) {
+    float *y = NULL, *y2 = NULL;
+    RF_RETURN_IF_ERROR_PLAIN(rf_alloc(a, 2 * (size_t)n * sizeof(float), "Y copies", (void **)&y));
+    y2 = y + n;
+    rf_status_t st = rf_chain_exec_fill_y(e, 0xff, stream);
+    if (!st)
+        st = rf_chain_run(e, stream);
+    if (!st)
+        st = rf_chain_exec_download_y(e, stream, y);
+    if (!st)
+        st = rf_chain_exec_fill_y(e, 0x7f, stream);
+    if (!st)
+        st = rf_chain_run(e, stream);
+    if (!st)
+        st = rf_chain_exec_download_y(e, stream, y2);
+    for (int64_t i = 0; !st && i < n; i++)
+        if (!isfinite(y[i]) || memcmp(&y[i], &y2[i], sizeof(float)) != 0)
+            st = RF_ERR(RF_CODE_MISMATCH,
+                        "Y[%lld] is %g after a replay into NaN and %g after the next: not "
+                        "finite or not replay-identical (rowfuse check says more)",
+                        (long long)i, (double)y[i], (double)y2[i]);
+    rf_free(a, y);
+    return st;
+}
+
+static rf_status_t rf_bench_c_run_chain(rf_allocator_t a, const rf_bench_c_options_t *o,
+                                        FILE *json_out) {
+    rf_device_info_t info;
+    rf_chain_pkg_t *pkg = NULL;
+    rf_bench_chain_t chain = {0};
+    rf_bench_cvar_t floor;
+    rf_bench_item_t items[2];
+    rf_bench_timing_t timings[2];
+    rf_bench_options_t timing = o->timing;
+    void *stream = NULL;
+    uint16_t *x = NULL;
+    char schedule[64] = "";
+    double weight_bytes = 0.0;
+    rf_status_t st;
+    memset(&floor, 0, sizeof floor);
+    RF_RETURN_IF_ERROR(rf_device_open(0, &info), "bench --c");
+    if (o->timing.span) {
+        rf_status_t cupti = rf_bench_span_init();
+        if (cupti) {
+            rf_bench_say(o, "CUPTI unavailable, no GPU span: %s", rf_status_message(cupti));
+            rf_status_free(cupti);
+        }
+    }
+    if ((st = rf_bench_chain_facts(o->pkg_dir, schedule, sizeof schedule, &weight_bytes)) ||
+        (st = rf_chain_pkg_load(a, o->pkg_dir, &pkg)) || (st = rf_stream_create(&stream)))
+        goto done;
+    int64_t rows = o->rows > 0 ? o->rows : rf_chain_pkg_rows(pkg);
+    int64_t C = rf_chain_pkg_in_width(pkg), N = rf_chain_pkg_out_width(pkg);
+    rf_bench_say(o, "chain %s (%s) at %lld rows: %lld -> %lld, %.0f weight bytes, seed %llu",
+                 rf_chain_pkg_kernel_name(pkg), schedule, (long long)rows, (long long)C,
+                 (long long)N, weight_bytes, (unsigned long long)o->seed);
+    if ((st = rf_alloc(a, (size_t)(rows * C) * 2, "X", (void **)&x)))
+        goto done;
+    rf_rng_t rng;
+    rf_rng_seed(&rng, o->seed);
+    for (int64_t i = 0; i < rows * C; i++)
+        x[i] = rf_f32_to_f16((float)rf_rng_uniform(&rng, 1.0));
+    if ((st = rf_chain_exec_create(a, pkg, rows, stream, &chain.exec)) ||
+        (st = rf_chain_exec_upload_x(chain.exec, x)) ||
+        (st = rf_bench_chain_sanity(a, chain.exec, rows * N, stream)) ||
+        (st = rf_bench_floor_capture(&floor, (cudaStream_t)stream)))
+        goto done;
+    items[0] =
+        (rf_bench_item_t){"empty", 1, rf_bench_replay_floor, &floor, rf_bench_launch_floor, &floor};
+    items[1] = (rf_bench_item_t){schedule,
+                                 rf_chain_exec_kernel_nodes(chain.exec),
+                                 rf_bench_replay_chain,
+                                 &chain,
+                                 rf_bench_launch_chain,
+                                 &chain};
+    if (o->cold_l2 && (st = rf_bench_flush_alloc(&timing)))
+        goto done;
+    st = rf_bench_time_items(a, &timing, items, 2, (cudaStream_t)stream, timings);
+    (void)cudaFree(timing.flush);
+    if (st)
+        goto done;
+    const rf_bench_timing_t *t = &timings[1];
+    double us = t->have_span ? t->span.median : t->graph_event.median;
+    rf_bench_say(o, "%s: span %.2f us, event %.2f us; weights stream at %.0f GB/s (%s L2)",
+                 schedule, t->have_span ? t->span.median : NAN, t->graph_event.median,
+                 weight_bytes / (us * 1e3), o->cold_l2 ? "cold" : "warm");
+    rf_bench_ceilings_t ceil;
+    if (o->ceilings)
+        rf_bench_ceilings_measure(stream, &ceil);
+    rf_json_writer_t w;
+    rf_json_writer_init_file(&w, json_out, 1);
+    rf_json_object_begin(&w);
+    rf_json_key_string(&w, "schema", "rowfuse-bench/1");
+    rf_json_key_string(&w, "tool", "c");
+    rf_json_key_string(&w, "git_revision", o->git_revision ? o->git_revision : "unknown");
+    rf_json_key_int(&w, "seed", (int64_t)o->seed);
+    rf_json_key_string(&w, "package", o->pkg_dir);
+    rf_json_key(&w, "gpu");
+    rf_json_object_begin(&w);
+    rf_json_key_string(&w, "name", info.name);
+    rf_json_key_int(&w, "sm_count", info.sm_count);
+    rf_json_object_end(&w);
+    rf_json_key(&w, "method");
+    rf_json_object_begin(&w);
+    rf_json_key_int(&w, "rounds", o->timing.rounds);
+    rf_json_key_int(&w, "observations", o->timing.observations);
+    rf_json_key_bool(&w, "cupti_during_timing", t->cupti);
+    rf_json_key_string(&w, "check",
+                       "a replay into a NaN-poisoned Y is finite and equal, bit for "
+                       "bit, to the next (the bound: rowfuse check)");
+    rf_bench_json_l2(&w, o);
+    rf_json_object_end(&w);
+    if (o->ceilings)
+        rf_bench_json_ceilings(&w, &ceil);
+    rf_json_key(&w, "runs");
+    rf_json_array_begin(&w);
+    rf_json_object_begin(&w);
+    rf_json_key(&w, "shape");
+    rf_json_object_begin(&w);
+    rf_json_key_int(&w, "rows", rows);
+    rf_json_key_int(&w, "in_width", C);
+    rf_json_key_int(&w, "out_width", N);
+    rf_json_object_end(&w);
+    rf_json_key(&w, "plan");
+    rf_json_object_begin(&w);
+    rf_json_key_string(&w, "schedule", schedule);
+    rf_json_key_string(&w, "kernel", rf_chain_pkg_kernel_name(pkg));
+    rf_json_key_int(&w, "grid", rf_chain_exec_grid(chain.exec));
+    rf_json_object_end(&w);
+    rf_json_key_double(&w, "weight_bytes", weight_bytes);
+    rf_json_key_double(&w, "weights_gbs", weight_bytes / (us * 1e3));
+    rf_json_key_string(&w, "weights_gbs_from", t->have_span ? "span_us median" : "event_us median");
+    if (o->ceilings && ceil.bandwidth_gbs > 0)
+        rf_json_key_double(&w, "of_copy_rate", weight_bytes / (us * 1e3) / ceil.bandwidth_gbs);
+    rf_json_key(&w, "variants");
+    rf_json_array_begin(&w);
+    floor.name = "empty";
+    floor.label = "empty kernel (floor)";
+    floor.ok = 1;
+    rf_bench_json_variant(&w, &floor, &timings[0], o->tol.step_fraction);
+    rf_json_object_begin(&w);
+    rf_json_key_string(&w, "name", schedule);
+    rf_json_key_string(&w, "label", "chain kernel + graph");
+    rf_json_key_int(&w, "kernel_nodes", rf_chain_exec_kernel_nodes(chain.exec));
+    rf_json_key(&w, "graph");
+    rf_json_object_begin(&w);
+    rf_bench_json_summary(&w, "event_us", &t->graph_event);
+    rf_bench_json_summary(&w, "host_us", &t->graph_host);
+    rf_bench_json_summary(&w, "b2b_us", &t->b2b);
+    if (t->have_span) {
+        rf_bench_json_summary(&w, "span_us", &t->span);
+    } else {
+        rf_json_key(&w, "span_us");
+        rf_json_null(&w);
+        rf_json_key_string(&w, "span_note", t->span_note);
+    }
+    rf_json_object_end(&w);
+    rf_json_key(&w, "eager");
+    rf_json_object_begin(&w);
+    rf_bench_json_summary(&w, "event_us", &t->eager_event);
+    rf_bench_json_summary(&w, "host_us", &t->eager_host);
+    rf_json_object_end(&w);
+    rf_json_object_end(&w);
+    rf_json_array_end(&w);
+    rf_json_object_end(&w);
+    rf_json_array_end(&w);
+    rf_json_object_end(&w);
+    st = rf_json_writer_finish(&w);
+    if (!st && t->span_failed)
+        st = RF_ERR(RF_CODE_MISMATCH, "%s", t->span_note);
+done:
+    if (floor.floor_exec)
+        (void)cudaGraphExecDestroy(floor.floor_exec);
+    if (floor.floor_graph)
+        (void)cudaGraphDestroy(floor.floor_graph);
+    rf_chain_exec_destroy(chain.exec);
+    if (stream)
+        rf_stream_destroy(stream);
+    rf_free(a, x);
+    rf_chain_pkg_destroy(pkg);
+    return st ? rf_status_annotate(st, "bench --c of chain package %s", o->pkg_dir) : RF_OK;
 }

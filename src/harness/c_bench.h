@@ -44,6 +44,9 @@ typedef struct rf_bench_c_options {
      * the selected variants only, so a variant's sensitivity to what ran before it (the
      * L2 its predecessors leave) can be isolated */
     const char *variants;
+    /* cold L2 (--cold-l2): RF_BENCH_FLUSH_BYTES written before every observation (see
+     * bench_loop.h), recorded in the JSON's method; 0: warm */
+    int cold_l2;
     void (*progress)(void *ctx, const char *line);
     void *progress_ctx;
 } rf_bench_c_options_t;
@@ -54,7 +57,14 @@ typedef struct rf_bench_c_options {
  * timing.span = 0 CUPTI is not even loaded. */
 void rf_bench_c_options_default(rf_bench_c_options_t *options);
 
-/* Runs the whole benchmark and writes the JSON document to `json_out` (lent). */
+/* The cold-L2 flush: 256 MiB, five times the H200's 50 MB L2 (and any Hopper's). */
+#define RF_BENCH_FLUSH_BYTES (256ll << 20)
+
+/* Runs the whole benchmark and writes the JSON document to `json_out` (lent). A chain
+ * package (rf_chain_pkg_probe) is timed as two items, the floor and its chain kernel's graph
+ * (fresh seeded X, its weights from the package), after a replay into a NaN-poisoned Y that
+ * must be finite and identical to a second replay (the per-element bound is `rowfuse
+ * check`'s); its run also records the fp16 weight bytes and the rate they stream at. */
 rf_status_t rf_bench_c_run(rf_allocator_t allocator, const rf_bench_c_options_t *options,
                            FILE *json_out);
 
