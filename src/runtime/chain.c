@@ -392,7 +392,8 @@ rf_status_t rf_chain_pkg_launch(const rf_chain_pkg_t *c, const rf_chain_args_t *
     if (c->stream && (!args->scratch || args->scratch_bytes < stream_scratch_bytes(c, args->rows)))
         return RF_ERR(RF_CODE_INVALID_ARGUMENT,
                       "%s is a chain_stream kernel: it needs %lld bytes of scratch at %lld rows "
-                      "(args.scratch, counters zeroed before the first launch), got %lld",
+                      "(args.scratch, counters zeroed before the first launch), got %lld; a "
+                      "package compiled with --schedule chain needs none",
                       c->kernel.name, (long long)stream_scratch_bytes(c, args->rows),
                       (long long)args->rows, (long long)args->scratch_bytes);
     err = c->launch(c->kernel_index, args, rf_chain_pkg_grid(c, args->rows), stream);
