@@ -155,8 +155,8 @@ def compile_kernel(kern, arch: str, kdir: str, dump_root: str) -> dict:
         "ptx_cp_async": ptx.count("cp.async.") - ptx.count("cp.async.bulk"),
         "ptx_wgmma": ptx.count("wgmma.mma_async"),
         "ptx_tma": ptx.count("cp.async.bulk.tensor"),
-        "ptx_atomic": ptx.count("atom.") + ptx.count("red."),
-        "ptx_fence": ptx.count("fence.") + ptx.count("membar."),
+        "ptx_atomic": len(re.findall(r"\b(?:atom|red)\.", ptx)),
+        "ptx_fence": len(re.findall(r"\b(?:fence|membar)\.", ptx)),
         "compile_seconds": round(time.time() - t0, 2),
         "files": files,
     }
