@@ -229,6 +229,11 @@ class StreamPlan:
                 f"{n}: {self.blocks} blocks of {self.slice} must cover hidden {self.hidden}, "
                 "every block holding a column"
             )
+        if (self.tile_rows * self.n_chunk2) % self.threads:
+            raise SpecError(
+                f"{n}: a chunk's {self.tile_rows} x {self.n_chunk2} elements must "
+                f"split evenly over {self.threads} threads for the reduction"
+            )
         if self.n_chunks2 * self.n_chunk2 < self.out_width:
             raise SpecError(f"{n}: n_chunks2 x n_chunk2 does not cover out_width")
         if self.weight_buffers < 2 or self.tiles1 + self.tiles2 < self.weight_buffers - 1:
@@ -617,15 +622,35 @@ class StreamKernel(TileOps):
             if cutlass.const_expr(fenced):
                 cute.arch.fence_acq_rel_gpu()  # acquire: every block's partial of chunk j
             f32 = cutlass.Float32
-            for idx in cutlass.range(tid, self.tm * nc, p.threads, unroll=1):
+            # every thread sums `per` elements of the chunk at once (their loads of one block's
+            # partials in flight together), over the blocks in order 0, 1, ..., B - 1
+            per = self.tm * nc // p.threads
+            acc = cute.make_rmem_tensor(cute.make_layout(per), f32)
+            at = cute.make_rmem_tensor(cute.make_layout(per), cutlass.Int32)
+            for e in cutlass.range_constexpr(per):
+                idx = tid + e * p.threads
                 r = idx // nc
-                c = idx - r * nc
-                col = j * nc + c
+                col = j * nc + idx - r * nc
+                acc[e] = f32(0.0)
+                at[e] = cutlass.Int32(-1)
+                if r < nrows and col < N:
+                    at[e] = (row0 + r) * N + col
+            step = rows * N  # one block's partials
+            for b in cutlass.range(B, unroll=1):
+                for e in cutlass.range_constexpr(per):
+                    if at[e] >= 0:
+                        part = mS[b * step + at[e]]
+                        if b == 0:
+                            acc[e] = part
+                        else:
+                            acc[e] = acc[e] + part
+            for e in cutlass.range_constexpr(per):
+                idx = tid + e * p.threads
+                r = idx // nc
+                col = j * nc + idx - r * nc
                 if r < nrows and col < N:
                     row = row0 + r
-                    v = mS[row * N + col]
-                    for b in cutlass.range(1, B, unroll=4):
-                        v = v + mS[(b * rows + row) * N + col]
+                    v = acc[e]
                     if cutlass.const_expr(s2.b >= 0):
                         v = v + mWf[s2.b + col]
                     for op, arg in s2.epilogue:
