@@ -77,7 +77,8 @@ typedef struct rf_compile_options {
     rf_grid_rule_t grid;
     int ring, min_blocks; /* experimental kernel variants (notes/kernels.md) */
     int max_grid;         /* tests: cap blocks per launch (0 = none) */
-    const char *fault;    /* tests of the gates: "no-barrier" or "no-pad" planted (NULL = none) */
+    const char *fault;    /* tests of the checks: a planted fault by name (src/compile/plan.c's
+                             table; NULL = none) */
     const char *python;   /* the interpreter that has the rowfuse Python package, which runs
                              the kernel generator (rowfuse.kernels.build); NULL = "python3" */
 } rf_compile_options_t;
