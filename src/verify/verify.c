@@ -13,8 +13,8 @@
 #define RF_SUPPORTED_OPS                                                                           \
     "MatMul, Gemm, Add, Sub, Mul, Div, Pow, Relu, Gelu, Sigmoid, Tanh, Erf, Sqrt, Reciprocal, "    \
     "Neg, Exp, Log, Abs, Cast, Constant, Identity, ReduceMean/ReduceSum/ReduceMax over "           \
-    "features, LayerNormalization, RMSNormalization and Softmax over features, and "              \
-    "Reshape/Flatten/Squeeze/Unsqueeze/Transpose/Expand/Slice/Concat/Gather where they keep "     \
+    "features, LayerNormalization, RMSNormalization and Softmax over features, and "               \
+    "Reshape/Flatten/Squeeze/Unsqueeze/Transpose/Expand/Slice/Concat/Gather where they keep "      \
     "rows on axis 0"
 
 static rf_status_t rf_verify_op_set(const rf_graph_t *g) {

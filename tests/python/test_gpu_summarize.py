@@ -223,3 +223,47 @@ def test_print_summary_fails_on_any_failed_step(tmp_path, capsys):
     assert sm.main([str(p)]) == 0
     out = capsys.readouterr().out
     assert "no-pad" in out and "0e/80.0s" in out
+
+
+def test_a_kernel_that_fails_on_the_device_is_caught_a_load_failure_is_not():
+    trap = (
+        "cuda error: cudaEventSynchronize(stop): cudaErrorLaunchFailure: unspecified launch failure"
+    )
+    row, why = sm.find_row(_doc(_row(passed=False, error=trap)), 1, False, "persistent-smem", SHAPE)
+    v = sm.judge_fault(row, why)
+    assert v["status"] == "caught" and "failed on the device" in v["detail"]
+    for err in (
+        "cannot load pk/librowfuse_pkg.so: cannot open shared object file",
+        "cuda error: cuModuleLoadData: cudaErrorInvalidKernelImage: device kernel image is invalid",
+    ):
+        row, why = sm.find_row(
+            _doc(_row(passed=False, error=err)), 1, False, "persistent-smem", SHAPE
+        )
+        assert sm.judge_fault(row, why)["status"] == "error", err
+
+
+def test_a_race_fault_is_caught_by_racecheck_only_when_it_reports_the_race():
+    hole = sm.judge_fault(_row(), None)
+    assert hole["status"] == "not caught"
+    seen = sm.parse_sanitizer(
+        "========= RACECHECK SUMMARY: 12 hazards displayed (12 errors, 0 warnings)",
+        sm.SANITIZER_ERROR_EXIT,
+        False,
+        True,
+        9.0,
+    )
+    assert sm.judge_race(hole, seen)["status"] == "caught"
+    blind = sm.parse_sanitizer(
+        "========= RACECHECK SUMMARY: 0 hazards displayed (0 errors, 0 warnings)",
+        0,
+        False,
+        True,
+        9.0,
+    )
+    assert sm.judge_race(hole, blind)["status"] == "not caught"
+    assert sm.judge_race(hole, None)["status"] == "not caught"
+    timed_out = sm.parse_sanitizer("", 124, True, True, 360.0)
+    assert sm.judge_race(hole, timed_out)["status"] == "not caught"
+    # a cell the check already caught stays caught whatever racecheck says
+    caught = sm.judge_fault(_row(passed=False), None)
+    assert sm.judge_race(caught, blind)["status"] == "caught"

@@ -100,6 +100,29 @@ def inert_reason(plan: dict, schedule: str, fault: str) -> str:
     return ""
 
 
+# CUDA errors a kernel raises while it runs (as opposed to loading or launching it)
+DEVICE_FAULT = re.compile(
+    r"cudaError(LaunchFailure|IllegalAddress|IllegalInstruction|MisalignedAddress|"
+    r"LaunchTimeout|HardwareStackError|Assert|InvalidPc)\b"
+)
+# faults that are races: the output is wrong only when the timing lets the race show, so a
+# pass of the check is followed by racecheck on the same kernel, which must see the race
+RACE_FAULTS = ("no-barrier", "no-ring-wait")
+
+
+def judge_race(cell: dict, san: dict | None) -> dict:
+    """A race fault's cell after the check: a "not caught" cell is caught when racecheck on
+    the same fault package and schedule reported hazards (`san`: parse_sanitizer's verdict
+    of that run, expecting errors)."""
+    if cell["status"] != "not caught" or san is None:
+        return cell
+    if san["status"] == "caught":
+        return dict(
+            cell, status="caught", detail=f"by racecheck ({san['detail']}); {cell['detail']}"
+        )
+    return dict(cell, detail=f"{cell['detail']}; racecheck: {san['detail']}")
+
+
 def judge_fault(row, why, kind=RESULT, inert="") -> dict:
     """The verdict on a planted fault's variant at its shape (find_row's output); `inert`:
     inert_reason's answer for it."""
@@ -116,6 +139,11 @@ def judge_fault(row, why, kind=RESULT, inert="") -> dict:
         if row.get("passed"):
             return {"status": "FAILED", "detail": "passed: the fault changed nothing"}
         return {"status": "fail, not refused", "detail": "wrong result, but no refusal"}
+    if err and DEVICE_FAULT.search(err):
+        # the kernel ran and failed on the device during the checked replay (a trap, a
+        # hang cut short, an illegal access): the check failed the variant. A package that
+        # does not load or a job that could not run is an "error", never a catch.
+        return {"status": "caught", "detail": f"the kernel failed on the device: {err}"}
     if err:
         return {"status": "error", "detail": err}
     if not row.get("passed"):

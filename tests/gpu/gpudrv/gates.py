@@ -47,6 +47,7 @@ SAN_WGMMA = {"pair-walk": 1000, "blocked-walk": 1000}
 CAPTURE_CLASSES = ("tiny", "blocked")
 KNOWN_FAULTS = ("no-barrier", "no-pad")  # the compiler's names before it could list them
 RACE_FAULT = ("no-barrier", (100, 40, 72), "persistent-smem")  # racecheck must see it
+RACE_ROWS = int(os.environ.get("GATES_RACE_ROWS", "256"))
 
 
 def fault_kind(name: str) -> str:
@@ -222,6 +223,13 @@ def run(r: c.Run) -> None:
                 jobs.append(
                     _check_job(r, d, pkg, shape, sched, dict(base, role="fault", schedule=sched))
                 )
+                if f["name"] in summarize.RACE_FAULTS:
+                    # the same kernel under racecheck, on at most RACE_ROWS rows (the race is
+                    # in every row tile; racecheck's cost grows with the rows)
+                    rows = min(shape[0], RACE_ROWS)
+                    job = _san_job(r, d, san_bin, "racecheck", pkg, rows, sched, name, True)
+                    log = d / f"race-{pkg}-{rows}-{sched}.log"
+                    jobs.append(dict(job, kind="race", fault=f["name"], log=log))
                 if f["kind"] == summarize.CAPTURE and (f["name"], sched) not in bench_done:
                     bench_done.add((f["name"], sched))
                     jobs.append(_bench_job(r, d, pkg, shape, sched, dict(base, schedule=sched)))
@@ -368,9 +376,14 @@ def _judge(r, m, results, step_fail, untouched, d):
         "bench_refusals": [],
         "sanitizer": [],
     }
+    races = {}  # (fault, schedule, shape) -> racecheck's verdict on the fault package
     for x in results:
         shape = x["shape"] if isinstance(x["shape"], str) else summarize.shape_name(x["shape"])
-        if x["kind"] == "san":
+        if x["kind"] == "race":
+            races[(x["fault"], x["schedule"], shape)] = summarize.parse_sanitizer(
+                x["text"], x["rc"], x["timed_out"], True, x["seconds"]
+            )
+        elif x["kind"] == "san":
             v = summarize.parse_sanitizer(
                 x["text"], x["rc"], x["timed_out"], x["expect"], x["seconds"]
             )
@@ -421,6 +434,13 @@ def _judge(r, m, results, step_fail, untouched, d):
                 g["controls"].append(
                     dict(v, package=x["pkg"], role=x["role"], schedule=row["variant"], shape=shape)
                 )
+    g["cells"] = [
+        summarize.judge_race(cell, races.get((cell["fault"], cell["schedule"], cell["shape"])))
+        for cell in g["cells"]
+    ]
+    g["race_checks"] = [
+        dict(v, fault=k[0], schedule=k[1], shape=k[2]) for k, v in sorted(races.items())
+    ]
     # a fault "caught" where the correct kernel fails too (or its run failed) is no catch
     bad_correct = {
         (ct.get("schedule", "*"), ct["shape"])
