@@ -59,7 +59,7 @@ static rf_status_t fn_of(const rf_loader_t *l, const cJSON *o, const char *where
 /* An fp16 W [k, n] at element offset off of wh, as floats in the chain. */
 static rf_status_t take_w(rf_loader_t *l, const cJSON *o, const char *where, const char *key,
                           int64_t k, int64_t n, const float **out) {
-    int64_t off;
+    int64_t off = 0;
     RF_RETURN_IF_ERROR_PLAIN(num(l, o, where, key, 0, l->wh_elems, &off));
     if (off + k * n > l->wh_elems)
         return RF_ERR(RF_CODE_PARSE_ERROR, "%s: %s\"%s\" %lld + %lld x %lld runs past wh (%lld)",
@@ -97,7 +97,7 @@ static rf_status_t read_stage(rf_loader_t *l, const cJSON *so, int s, const int6
     char where[48];
     snprintf(where, sizeof where, "chain.stages[%d].", s);
     const char *op = "";
-    int64_t dst, src = -1, src2 = -1;
+    int64_t dst = -1, src = -1, src2 = -1;
     RF_RETURN_IF_ERROR_PLAIN(str(l, so, where, "op", &op));
     RF_RETURN_IF_ERROR_PLAIN(num(l, so, where, "dst", s + 1, s + 1, &dst));
     if (dst >= n_values)
@@ -215,7 +215,7 @@ static rf_status_t read_chain(rf_loader_t *l, const cJSON *root, rf_allocator_t 
                       l->path, RF_PLAN_VERSION);
     if (!cJSON_IsObject(ch))
         return RF_ERR(RF_CODE_PARSE_ERROR, "%s: no \"chain\" object: not a chain package", l->path);
-    int64_t in_w, out_w, wh_off, wf_off;
+    int64_t in_w = 0, out_w = 0, wh_off = 0, wf_off = 0;
     RF_RETURN_IF_ERROR_PLAIN(num(l, ch, "chain.", "in_width", 1, RF_MAX_DIM, &in_w));
     RF_RETURN_IF_ERROR_PLAIN(num(l, ch, "chain.", "out_width", 1, RF_MAX_DIM, &out_w));
     RF_RETURN_IF_ERROR_PLAIN(num(l, ch, "chain.", "wh_offset", 0, (int64_t)1 << 40, &wh_off));
