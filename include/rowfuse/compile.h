@@ -55,8 +55,8 @@ void rf_mlp_weights_free(rf_allocator_t allocator, rf_mlp_weights_t *weights);
 
 /* Kernel-geometry choices the user may force; -1 (or 0 for tile_rows) means "decide". */
 typedef enum rf_grid_rule {
-    RF_GRID_AUTO = 0, /* balanced and counting registers for persistent-smem (H200 run 4)
-                       * and persistent-wgmma, smem for the others */
+    RF_GRID_AUTO = 0, /* balanced and counting registers for persistent-smem and
+                       * persistent-wgmma, smem for the others */
     RF_GRID_SMEM,     /* blocks per SM from shared memory and threads */
     RF_GRID_REGS,     /* ... and the kernel's registers (reported by the generator) */
     RF_GRID_BALANCED  /* regs, then as few blocks as give each the same tile count */

@@ -25,7 +25,7 @@ void rf_compile_options_default(rf_compile_options_t *o) {
 }
 
 /* The grid rule auto gives a schedule: registers counted and equal tiles per block for the
- * persistent schedules measured that way (persistent-smem, H200 run 4) or built for it
+ * persistent schedules measured faster that way (persistent-smem; notes/kernels.md) or built for it
  * (persistent-wgmma: one block per SM's worth of tiles, every block the same count). */
 int rf_schedule_grid_balanced(rf_schedule_t s) {
     return s == RF_SCHEDULE_PERSISTENT_SMEM || s == RF_SCHEDULE_PERSISTENT_WGMMA;

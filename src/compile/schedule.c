@@ -1,5 +1,5 @@
 /* The scheduler behind `--schedule auto`: one cost line per schedule, fitted to the H200's
- * GPU spans at the six development shapes (notes/bench.md, run 8, C host), and judged on
+ * GPU spans at the six development shapes (notes/bench.md, C host), and judged on
  * random shapes it was not fitted to by `tests/gpu/gpu run regret` (notes/bench.md, regret):
  *
  *     t_s = fixed_s + F_s / rate_s + B_s / bandwidth_s

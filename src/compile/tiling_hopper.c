@@ -171,7 +171,7 @@ static int try_streamed(rf_kernel_spec_t *k, int hp16, int limit, int one_tile) 
  * one ring stage; the W2 items as many hidden units as fit in the W1 item's bytes. The
  * items are as large as three fit (32 KB at C = 512): each costs the consumers a full-barrier
  * wait, a release and the producer's refill, and at 16 KB items that overhead, not the
- * weight stream, set the pace (notes/kernels.md, run 10). */
+ * weight stream, set the pace (notes/kernels.md, the blocked weight ring). */
 static int try_blocked(rf_kernel_spec_t *k, int hp16, int limit, int one_tile) {
     int cp = k->padded_channels, step = 32;
     for (int top = BLOCKED_HC; top >= step; top -= step) {

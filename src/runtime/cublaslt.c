@@ -15,8 +15,8 @@
  * check rejects. Matmul 1 therefore has three configurations that keep b1 exact; each is
  * planned, those cuBLASLt accepts are tuned and timed whole, and the fastest is kept:
  *   f32-bias   D = H fp16 with CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE = f32, RELU_BIAS.
- *              Outside the documented table (cuBLASLt 13.0 on sm_90 refused it, bench
- *              run 6); asked first because it would need no preparation.
+ *              Outside the documented table (cuBLASLt 13.0 on sm_90 has refused it;
+ *              notes/bench.md); asked first because it would need no preparation.
  *              Launch: glue Y = f32(X); matmul 1; matmul 2.
  *   bias-in-k  b1 folded into the product: A = [W1; hi; lo; 0] with K = Kp =
  *              round_up(C + 2, 8), B = X' = [X, 1, 1, 0 ...], epilogue RELU, D = H fp16,

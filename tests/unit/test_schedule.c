@@ -1,6 +1,6 @@
 /* The planner (src/compile): the scheduler's cost model against the winners measured on
- * the H200 at the development shapes (notes/bench.md, run 8), the kernel geometry against
- * the geometry of the kernels verified on the H200 in runs 3 and 4 (recorded from the
+ * the H200 at the development shapes (notes/bench.md), the kernel geometry against
+ * the geometry of the kernels verified on the H200 (notes/kernels.md) (recorded from the
  * generator that decided it before the planner moved to C: every field must match), the
  * persistent-grid rule in closed form, and plan.json written and read back unchanged. */
 #include <stdio.h>
@@ -38,8 +38,8 @@ static const char *choose(int64_t rows, int64_t c, int64_t h) {
     return rf_schedule_name(p.schedule);
 }
 
-/* The winners measured at the development shapes (notes/bench.md, run 8; 8192x512x2048 from
- * notes/kernels.md, 2026-12-04) among the schedules the
+/* The winners measured at the development shapes (notes/bench.md; 8192x512x2048 from
+ * notes/kernels.md) among the schedules the
  * model knows; the model was fitted to these spans, so this pins the fit, and `tests/gpu/gpu run
  * regret` judges it on other shapes. */
 static void test_scheduler(void) {
@@ -50,7 +50,7 @@ static void test_scheduler(void) {
      * lines count as 32-row tiles (6.7 us, persistent-smem 8.8 us) */
     CHECK(!strcmp(choose(4096, 128, 512), "persistent-wgmma"));
     CHECK(!strcmp(choose(131072, 32, 64), "persistent-wgmma"));
-    /* the blocked ring's own line (2026-12-04: 65.8 us measured against cuBLASLt's 71.8) */
+    /* the blocked ring's own line: measured faster than cuBLASLt there (notes/kernels.md) */
     CHECK(!strcmp(choose(8192, 512, 2048), "persistent-wgmma"));
     /* The rule depends on the rows it is asked about, not only the package's shape. */
     CHECK(!strcmp(choose(1000, 32, 64), "persistent-smem"));

@@ -78,7 +78,7 @@ static void test_golden(void) {
     CHECK(k.tile_rows == 64 && k.warps_m == 4);
     CHECK_ERR(rf_kernel_geometry_hopper(512, 512, 131072, 128, -1, &t, &k), RF_CODE_UNSUPPORTED,
               "128-row tiles need C <= 256");
-    /* --hidden-split off: one block per tile (the streamed geometry of GPU run 1) */
+    /* --hidden-split off: one block per tile (the first streamed geometry measured) */
     CHECK_OK(rf_kernel_geometry_hopper(128, 512, 4096, 0, 0, &t, &k));
     CHECK(k.cluster_h == 1 && k.hidden_chunk == 128 && k.padded_hidden == 512 &&
           k.weight_buffers == 3 && k.x_stages == 1 && k.smem_bytes == 217088 &&

@@ -122,7 +122,7 @@ def block_c(channels: int) -> int:
 
 
 def default_config(rows: int, channels: int, hidden: int) -> Config:
-    """The untuned rule of thumb this kernel shipped with (bench runs 1-6); always timed
+    """The untuned rule of thumb this kernel shipped with (before per-shape tuning); always timed
     beside the space so the tuned choice is never worse than it."""
     bc = block_c(channels)
     wide = bc >= 256

@@ -45,7 +45,7 @@ items, its second the X tiles, so the consumers never wait for each other to ref
 ring. Before its first load it prefetches into L2 the weight items of one pass that fall
 to its block (item u by block u mod grid): a kernel that ran before may have evicted
 them, and the ring looks too few items ahead to hide a miss to HBM on each
-(notes/kernels.md, 2026-12-04). Shared memory is allocated exactly as
+(notes/kernels.md, the L2 prefetch). Shared memory is allocated exactly as
 src/compile/tiling_hopper.c counts it.
 """
 
@@ -74,7 +74,7 @@ EARLY_PAIRS = 16
 # Blocked ring: wgmma groups (one per item) a warpgroup keeps in flight; item t -
 # ITEMS_IN_FLIGHT is released once item t is issued (the planner's ring holds at least
 # ITEMS_IN_FLIGHT + 2 items: those in flight, the one being issued, one loading). Two
-# measured the same as one at 8192x512x2048 (notes/kernels.md, run 10)
+# measured the same as one at 8192x512x2048 (notes/kernels.md, the blocked weight ring)
 ITEMS_IN_FLIGHT = 1
 # The blocked ring's producer warpgroup (its own 128 threads; setmaxnreg): registers per
 # thread of the producer and of each of the two consumer warpgroups. 2 x 128 x 232 +
