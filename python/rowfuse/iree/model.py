@@ -572,22 +572,10 @@ def gpu_run(args) -> dict:
 
 
 def table(runs: list[dict]) -> str:
-    lines = [
-        "| variant | kernels | GPU span | event interval | host completion | check |",
-        "|---|---|---|---|---|---|",
-    ]
+    """The variants' table, as the block's GPU run prints it (rowfuse.iree.gpu.table)."""
+    from rowfuse.iree import gpu as iree_gpu
 
-    def med(d):
-        return f"{d['median']:.2f}" if d else "-"
-
-    for r in runs:
-        for v in r["variants"].values():
-            verdict = "ok" if v.get("check", {}).get("passed") else v.get("error", "MISMATCH")
-            lines.append(
-                f"| {v['label']} | {v.get('kernels', '-')} | {med(v.get('span_us'))} | "
-                f"{med(v.get('event_us'))} | {med(v.get('host_us'))} | {verdict} |"
-            )
-    return "\n".join(lines)
+    return iree_gpu.table(runs)
 
 
 # ---------------------------------------------------------------- CLI
