@@ -254,7 +254,8 @@ static rf_status_t finish(rf_json_writer_t *w, FILE *f, const char *path) {
     return st;
 }
 
-rf_status_t rf_chain_spec_write(const rf_chain_plan_t *p, const char *path) {
+rf_status_t rf_chain_spec_write_entry(const rf_chain_plan_t *p, rf_chain_entry_fn entry,
+                                      const void *ctx, const char *path) {
     rf_json_writer_t w;
     FILE *f = fopen(path, "w");
     if (!f)
@@ -268,14 +269,15 @@ rf_status_t rf_chain_spec_write(const rf_chain_plan_t *p, const char *path) {
     rf_json_key_string(&w, "library", "librowfuse_pkg.so");
     rf_json_key(&w, "kernels");
     rf_json_array_begin(&w);
-    write_kernel(&w, p, 0);
+    entry(&w, p, ctx, 0);
     rf_json_array_end(&w);
     rf_json_object_end(&w);
     return finish(&w, f, path);
 }
 
-rf_status_t rf_chain_plan_write(const rf_chain_plan_t *p, const char *model, int64_t wh_offset,
-                                int64_t wf_offset, const char *path) {
+rf_status_t rf_chain_plan_write_entry(const rf_chain_plan_t *p, const char *schedule,
+                                      rf_chain_entry_fn entry, const void *ctx, const char *model,
+                                      int64_t wh_offset, int64_t wf_offset, const char *path) {
     rf_json_writer_t w;
     FILE *f = fopen(path, "w");
     if (!f)
@@ -288,7 +290,7 @@ rf_status_t rf_chain_plan_write(const rf_chain_plan_t *p, const char *model, int
     rf_json_key_string(&w, "graph_hash", p->hash);
     rf_json_key_string(&w, "block", "chain");
     rf_json_key_int(&w, "rows", p->rows);
-    rf_json_key_string(&w, "schedule", "chain");
+    rf_json_key_string(&w, "schedule", schedule);
     rf_json_key_string(&w, "schedule_reason", p->reason);
     write_target(&w, &p->target);
     rf_json_key_int(&w, "max_grid", 0);
@@ -307,10 +309,26 @@ rf_status_t rf_chain_plan_write(const rf_chain_plan_t *p, const char *model, int
     rf_json_object_end(&w);
     rf_json_key(&w, "kernels");
     rf_json_array_begin(&w);
-    write_kernel(&w, p, 1);
+    entry(&w, p, ctx, 1);
     rf_json_array_end(&w);
     rf_json_object_end(&w);
     return finish(&w, f, path);
+}
+
+static void mma_entry(rf_json_writer_t *w, const rf_chain_plan_t *p, const void *ctx,
+                      int with_facts) {
+    (void)ctx;
+    write_kernel(w, p, with_facts);
+}
+
+rf_status_t rf_chain_spec_write(const rf_chain_plan_t *p, const char *path) {
+    return rf_chain_spec_write_entry(p, mma_entry, NULL, path);
+}
+
+rf_status_t rf_chain_plan_write(const rf_chain_plan_t *p, const char *model, int64_t wh_offset,
+                                int64_t wf_offset, const char *path) {
+    return rf_chain_plan_write_entry(p, "chain", mma_entry, NULL, model, wh_offset, wf_offset,
+                                     path);
 }
 
 /* ---- the package ---- */

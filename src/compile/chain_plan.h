@@ -80,6 +80,15 @@ void rf_chain_json_stages(rf_json_writer_t *w, const rf_chain_plan_t *p);
 rf_status_t rf_chain_weights_write(const rf_chain_plan_t *p, const char *path,
                                    int64_t *out_wh_offset, int64_t *out_wf_offset);
 rf_status_t rf_chain_spec_write(const rf_chain_plan_t *p, const char *path);
+/* The two files for any chain kernel mode: `entry` writes the kernel's entry object (with
+ * the generator's facts when with_facts), everything else is the chain's. */
+typedef void (*rf_chain_entry_fn)(rf_json_writer_t *w, const rf_chain_plan_t *p, const void *ctx,
+                                  int with_facts);
+rf_status_t rf_chain_spec_write_entry(const rf_chain_plan_t *p, rf_chain_entry_fn entry,
+                                      const void *ctx, const char *path);
+rf_status_t rf_chain_plan_write_entry(const rf_chain_plan_t *p, const char *schedule,
+                                      rf_chain_entry_fn entry, const void *ctx, const char *model,
+                                      int64_t wh_offset, int64_t wf_offset, const char *path);
 rf_status_t rf_chain_plan_write(const rf_chain_plan_t *p, const char *model, int64_t wh_offset,
                                 int64_t wf_offset, const char *path);
 

@@ -310,70 +310,19 @@ static void write_entry(rf_json_writer_t *w, const rf_chain_plan_t *p,
     rf_json_object_end(w);
 }
 
-static rf_status_t finish(rf_json_writer_t *w, FILE *f, const char *path) {
-    rf_status_t st = rf_json_writer_finish(w);
-    if (fclose(f) != 0 && !st)
-        st = RF_ERR(RF_CODE_IO_ERROR, "error writing '%s'", path);
-    return st;
+static void stream_entry(rf_json_writer_t *w, const rf_chain_plan_t *p, const void *ctx,
+                         int with_facts) {
+    write_entry(w, p, (const rf_chain_stream_plan_t *)ctx, with_facts);
 }
 
 rf_status_t rf_chain_stream_spec_write(const rf_chain_plan_t *p, const rf_chain_stream_plan_t *s,
                                        const char *path) {
-    rf_json_writer_t w;
-    FILE *f = fopen(path, "w");
-    if (!f)
-        return RF_ERR(RF_CODE_IO_ERROR, "cannot open '%s' for writing", path);
-    rf_json_writer_init_file(&w, f, 2);
-    rf_json_object_begin(&w);
-    rf_json_key_string(&w, "format", "rowfuse-kernel-spec");
-    rf_json_key_int(&w, "version", RF_PLAN_VERSION);
-    rf_json_key_int(&w, "smem_row_pad", RF_SMEM_ROW_PAD);
-    rf_chain_json_target(&w, &p->target);
-    rf_json_key_string(&w, "library", "librowfuse_pkg.so");
-    rf_json_key(&w, "kernels");
-    rf_json_array_begin(&w);
-    write_entry(&w, p, s, 0);
-    rf_json_array_end(&w);
-    rf_json_object_end(&w);
-    return finish(&w, f, path);
+    return rf_chain_spec_write_entry(p, stream_entry, s, path);
 }
 
 rf_status_t rf_chain_stream_plan_write(const rf_chain_plan_t *p, const rf_chain_stream_plan_t *s,
                                        const char *model, int64_t wh_offset, int64_t wf_offset,
                                        const char *path) {
-    rf_json_writer_t w;
-    FILE *f = fopen(path, "w");
-    if (!f)
-        return RF_ERR(RF_CODE_IO_ERROR, "cannot open '%s' for writing", path);
-    rf_json_writer_init_file(&w, f, 2);
-    rf_json_object_begin(&w);
-    rf_json_key_string(&w, "format", "rowfuse-package");
-    rf_json_key_int(&w, "version", RF_PLAN_VERSION);
-    rf_json_key_string(&w, "model", model ? model : "");
-    rf_json_key_string(&w, "graph_hash", p->hash);
-    rf_json_key_string(&w, "block", "chain");
-    rf_json_key_int(&w, "rows", p->rows);
-    rf_json_key_string(&w, "schedule", "chain_stream");
-    rf_json_key_string(&w, "schedule_reason", p->reason);
-    rf_chain_json_target(&w, &p->target);
-    rf_json_key_int(&w, "max_grid", 0);
-    rf_json_key_string(&w, "library", "librowfuse_pkg.so");
-    rf_json_key_string(&w, "generator", p->generator);
-    rf_json_key(&w, "chain");
-    rf_json_object_begin(&w);
-    rf_json_key_int(&w, "in_width", rf_chain_in_width(p->chain));
-    rf_json_key_int(&w, "out_width", rf_chain_out_width(p->chain));
-    rf_json_key_int(&w, "wh_offset", wh_offset);
-    rf_json_key_int(&w, "wh_elems", p->wh_elems);
-    rf_json_key_int(&w, "wf_offset", wf_offset);
-    rf_json_key_int(&w, "wf_elems", p->wf_elems);
-    rf_chain_json_values(&w, p, 0);
-    rf_chain_json_stages(&w, p);
-    rf_json_object_end(&w);
-    rf_json_key(&w, "kernels");
-    rf_json_array_begin(&w);
-    write_entry(&w, p, s, 1);
-    rf_json_array_end(&w);
-    rf_json_object_end(&w);
-    return finish(&w, f, path);
+    return rf_chain_plan_write_entry(p, "chain_stream", stream_entry, s, model, wh_offset,
+                                     wf_offset, path);
 }
