@@ -1,4 +1,5 @@
-/* rowfuse C runtime: runs a compiled residual-MLP block on a CUDA GPU.
+/* rowfuse C runtime: runs a compiled block on a CUDA GPU: the residual MLP (below) or a
+ * chain of row-local stages (rf_chain_pkg_t, further down).
  *
  * Block (M rows, C channels, H hidden; row-major, contiguous device buffers):
  *   H = fp16(ReLU(X @ W1 + b1));   Y = ReLU(H @ W2 + b2 + X)
@@ -9,7 +10,8 @@
  *   rf_pkg_t       a package directory made by `rowfuse compile`: plan.json (rowfuse/plan.h),
  *                  the kernels' shared library (kernel_abi.h) and weights.bin.
  *   rf_variant_t   one way to enqueue the block on a stream: a package schedule
- *                  ("persistent-smem", "persistent-gmem", "conventional") or the vendor
+ *                  (the names of RF_SCHEDULE_LIST in rowfuse/plan.h: "persistent-smem",
+ *                  "persistent-gmem", "conventional", "persistent-wgmma") or the vendor
  *                  baseline "cublaslt" (cuBLASLt matmuls with epilogues, see cublaslt.c).
  *   rf_exec_t      a variant captured into a CUDA Graph on a caller's stream, replayable.
  *   rf_mlp_buffers_t  device buffers for one shape (or wrap caller device pointers in a
