@@ -268,6 +268,9 @@ def test_gpu_compiled_model_matches_pytorch_fp64(kind):
     assert isinstance(block, rt.ChainBlock) and block.device.type == "cuda"
     c, n = block.in_width, block.out_width
     dev = block.device
+    # a fresh cache per kind: Model.forward is one code object, and the kinds' recompiles
+    # add up to dynamo's recompile limit, which fullgraph turns into a hard failure
+    torch._dynamo.reset()
     compiled = torch.compile(Model(block), fullgraph=True)
     for lead in [(ROWS,), (7,), (2, 33), (1,)]:
         x = _xin(c, lead, SEED + sum(lead))
@@ -292,6 +295,7 @@ def test_gpu_compiled_model_around_the_block():
     [B, T, C] tokens, against the same model in eager PyTorch fp64 within the chain's bound."""
     module, block, model = _prepared("res_mlp_gelu")
     c, dev = block.in_width, block.device
+    torch._dynamo.reset()
     compiled = torch.compile(HeadModel(block), fullgraph=True)
     print(f"seed {SEED}")
     x = torch.randn(4, 16, c, generator=torch.Generator().manual_seed(SEED))
@@ -346,6 +350,7 @@ def test_gpu_residual_mlp_through_the_op():
     x = _xin(block.channels, (block.rows,))
     case = clib.case_of(x.numpy(), w1, b1, w2, b2)
     xd = x.cuda()
+    torch._dynamo.reset()
     y = torch.compile(Model(block), fullgraph=True)(xd)
     torch.cuda.synchronize()
     eager = block(xd)
