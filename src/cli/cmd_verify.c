@@ -1,6 +1,8 @@
 /* `rowfuse verify MODEL.onnx [--contract OUT.json] [--quiet]`: import, infer shapes, check
  * the op set and row ownership, print the row contract (and write it as JSON).
- * Exit 0 accept, 1 reject, 2 unusable input. */
+ * Exit 0 accept, 1 reject, 2 unusable input. `rowfuse verify --list-ops` prints the ONNX
+ * ops rowfuse claims (the importer, the verifier and the CPU reference accept them), one a
+ * line; the ops rowfuse/graph.h imports only to reject them as row-mixing are left out. */
 #include <stdio.h>
 #include <string.h>
 
@@ -10,6 +12,11 @@
 int rf_cmd_verify(int argc, char **argv) {
     const char *model = NULL, *contract_path = NULL;
     int quiet = 0;
+    if (argc == 1 && !strcmp(argv[0], "--list-ops")) {
+        for (int op = RF_OP_UNKNOWN + 1; op < RF_OP_CUMSUM; op++)
+            printf("%s\n", rf_op_name((rf_op_t)op));
+        return 0;
+    }
     for (int i = 0; i < argc; i++) {
         if (!strcmp(argv[i], "--contract") && i + 1 < argc)
             contract_path = argv[++i];

@@ -22,6 +22,7 @@ static const rf_cli_command_t rf_commands[] = {
      "prints the row contract.\n"
      "  --contract OUT.json  also write the contract as JSON\n"
      "  --quiet              print only the verdict\n"
+     "  --list-ops           print the ONNX ops rowfuse claims, one a line, and exit\n"
      "Exit status: 0 accepted, 1 rejected, 2 unusable input.\n",
      0},
     {"run", rf_cmd_run,
