@@ -10,6 +10,24 @@
 
 #include "ref/ref_internal.h"
 
+/* The max over an empty set (ONNX): minus infinity where the type has it, else the type's
+ * lowest value (false for bool). */
+static double rf_ref_dtype_lowest(rf_dtype_t dt) {
+    switch (dt) {
+    case RF_DTYPE_I64:
+        return -9223372036854775808.0;
+    case RF_DTYPE_I32:
+        return -2147483648.0;
+    case RF_DTYPE_I8:
+        return -128.0;
+    case RF_DTYPE_U8:
+    case RF_DTYPE_BOOL:
+        return 0.0;
+    default:
+        return -INFINITY;
+    }
+}
+
 rf_status_t rf_ref_reduce(rf_ref_ctx_t *ctx, const rf_node_t *node) {
     const rf_ref_buf_t *x;
     RF_RETURN_IF_ERROR_PLAIN(rf_ref_input_required(ctx, node, 0, "data", &x));
@@ -55,8 +73,10 @@ rf_status_t rf_ref_reduce(rf_ref_ctx_t *ctx, const rf_node_t *node) {
     for (int d = 0; d < os.rank; d++)
         n_out *= os.dims[d];
     int is_max = node->op == RF_OP_REDUCE_MAX;
+    const rf_value_t *xv = rf_graph_value(ctx->graph, node->inputs[0]);
+    double lowest = rf_ref_dtype_lowest(xv ? xv->dtype : RF_DTYPE_F64);
     for (int64_t e = 0; e < n_out; e++)
-        y[e] = is_max ? -INFINITY : 0.0;
+        y[e] = is_max ? lowest : 0.0;
 
     int64_t sk[RF_MAX_RANK], idx[RF_MAX_RANK] = {0};
     rf_ref_broadcast_strides(&keep, &x->shape, sk);

@@ -142,9 +142,8 @@ def compare(got: np.ndarray, want: np.ndarray, rtol: float, atol: float) -> str:
         bad = got.astype(np.float64) != want.astype(np.float64)
         if bad.any():
             i = np.unravel_index(np.argmax(bad), want.shape)
-            return (
-                f"{int(bad.sum())} of {want.size} differ, e.g. at {list(i)}: {got[i]} vs {want[i]}"
-            )
+            at = [int(j) for j in i]
+            return f"{int(bad.sum())} of {want.size} differ, e.g. at {at}: {got[i]} vs {want[i]}"
         return ""
     g, w = got.astype(np.float64), want.astype(np.float64)
     with np.errstate(invalid="ignore"):
@@ -162,7 +161,7 @@ def _compare_float(g: np.ndarray, w: np.ndarray, rtol: float, atol: float) -> st
     i = np.unravel_index(np.argmax(np.where(bad, err, -1.0)), w.shape)
     return (
         f"{int(bad.sum())} of {w.size} out of tolerance, worst |err| {err[i]:.3g} "
-        f"at {list(i)}: {g[i]:.6g} vs {w[i]:.6g}"
+        f"at {[int(j) for j in i]}: {g[i]:.6g} vs {w[i]:.6g}"
     )
 
 
