@@ -350,7 +350,11 @@ def to_markdown(doc: dict) -> str:
         "## Known gaps",
         "",
         "Why the rest do not pass (the folded run's reason where there is one), grouped by "
-        "the message with names and numbers folded:",
+        "the message with names and numbers folded. A row violation is rowfuse's design, "
+        "not a bug: the test mixes rows (reduces, transposes, slices or concatenates over "
+        "axis 0), which a row-owned graph may not. An element-type refusal is a type the "
+        "importer or the .npy reader does not take; `runner:` marks data this runner "
+        "cannot hand to `rowfuse run` (sub-byte integers, sequences).",
         "",
         "| status | tests | reason | e.g. |",
         "|---|---:|---|---|",
