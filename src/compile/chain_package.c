@@ -103,21 +103,6 @@ rf_status_t rf_chain_weights_write(const rf_chain_plan_t *p, const char *path,
 
 /* ---- JSON ---- */
 
-static void write_target(rf_json_writer_t *w, const rf_target_t *t) {
-    rf_json_key(w, "target");
-    rf_json_object_begin(w);
-    rf_json_key_string(w, "name", t->name);
-    rf_json_key_string(w, "arch", t->arch);
-    rf_json_key_int(w, "sm_count", t->sm_count);
-    rf_json_key_int(w, "smem_per_block", t->smem_per_block);
-    rf_json_key_int(w, "smem_per_sm", t->smem_per_sm);
-    rf_json_key_int(w, "smem_reserved", t->smem_reserved);
-    rf_json_key_int(w, "regs_per_sm", t->regs_per_sm);
-    rf_json_key_int(w, "threads_per_sm", t->threads_per_sm);
-    rf_json_key_int(w, "max_blocks_per_sm", t->max_blocks_per_sm);
-    rf_json_object_end(w);
-}
-
 static void write_stage(rf_json_writer_t *w, const rf_chain_plan_t *p, int s) {
     const rf_chain_t *c = p->chain;
     const rf_chain_stage_t *st = &c->stages[s];
@@ -213,9 +198,6 @@ static void write_stages(rf_json_writer_t *w, const rf_chain_plan_t *p) {
     rf_json_array_end(w);
 }
 
-void rf_chain_json_target(rf_json_writer_t *w, const rf_target_t *t) {
-    write_target(w, t);
-}
 void rf_chain_json_values(rf_json_writer_t *w, const rf_chain_plan_t *p, int with_layout) {
     write_values(w, p, with_layout);
 }
@@ -265,7 +247,7 @@ rf_status_t rf_chain_spec_write_entry(const rf_chain_plan_t *p, rf_chain_entry_f
     rf_json_key_string(&w, "format", "rowfuse-kernel-spec");
     rf_json_key_int(&w, "version", RF_PLAN_VERSION);
     rf_json_key_int(&w, "smem_row_pad", RF_SMEM_ROW_PAD);
-    write_target(&w, &p->target);
+    rf_target_json_write(&w, &p->target);
     rf_json_key_string(&w, "library", "librowfuse_pkg.so");
     rf_json_key(&w, "kernels");
     rf_json_array_begin(&w);
@@ -292,7 +274,7 @@ rf_status_t rf_chain_plan_write_entry(const rf_chain_plan_t *p, const char *sche
     rf_json_key_int(&w, "rows", p->rows);
     rf_json_key_string(&w, "schedule", schedule);
     rf_json_key_string(&w, "schedule_reason", p->reason);
-    write_target(&w, &p->target);
+    rf_target_json_write(&w, &p->target);
     rf_json_key_int(&w, "max_grid", 0);
     rf_json_key_string(&w, "library", "librowfuse_pkg.so");
     rf_json_key_string(&w, "generator", p->generator);
@@ -332,25 +314,6 @@ rf_status_t rf_chain_plan_write(const rf_chain_plan_t *p, const char *model, int
 }
 
 /* ---- the package ---- */
-
-static rf_status_t make_dir(const char *path) {
-    char buf[4096];
-    size_t n = strlen(path);
-    if (n == 0 || n >= sizeof buf)
-        return RF_ERR(RF_CODE_INVALID_ARGUMENT, "bad output directory '%s'", path);
-    memcpy(buf, path, n + 1);
-    for (size_t i = 1; i <= n; i++) {
-        if (buf[i] != '/' && buf[i] != '\0')
-            continue;
-        char saved = buf[i];
-        buf[i] = '\0';
-        if (mkdir(buf, 0777) != 0 && errno != EEXIST)
-            return RF_ERR(RF_CODE_IO_ERROR, "cannot create directory '%s': %s", buf,
-                          strerror(errno));
-        buf[i] = saved;
-    }
-    return RF_OK;
-}
 
 /* The generator's facts (registers, spills) through the MLP reader on a one-kernel plan. */
 static rf_status_t read_facts(const char *path, rf_chain_plan_t *p) {
@@ -427,7 +390,7 @@ static rf_status_t compile_chain(const rf_chain_t *c, const rf_compile_options_t
     rf_chain_stream_plan_t sp;
     int stream = 0;
     RF_RETURN_IF_ERROR_PLAIN(rf_chain_stream_choose(c, o, rows, &t, mma, p, &sp, &stream));
-    RF_RETURN_IF_ERROR_PLAIN(make_dir(o->out_dir));
+    RF_RETURN_IF_ERROR_PLAIN(rf_compile_mkdir_p(o->out_dir));
     snprintf(path, sizeof path, "%s/weights.bin", o->out_dir);
     RF_RETURN_IF_ERROR_PLAIN(rf_chain_weights_write(p, path, &wh_off, &wf_off));
     snprintf(path, sizeof path, "%s/kernel_spec.json", o->out_dir);

@@ -71,9 +71,8 @@ rf_status_t rf_chain_plan_make(const rf_chain_t *c, int64_t rows, const rf_targe
                                int tile_rows, rf_chain_plan_t *out_plan);
 
 /* The files (chain_package.c). The JSON pieces are shared with the chain_stream writer
- * (chain_stream.c): the target object, the "values" list (with the shared-memory layout or
- * not) and the "stages" list, each as a key of the open object. */
-void rf_chain_json_target(rf_json_writer_t *w, const rf_target_t *t);
+ * (chain_stream.c): the "values" list (with the shared-memory layout or not) and the
+ * "stages" list, each as a key of the open object. */
 void rf_chain_json_values(rf_json_writer_t *w, const rf_chain_plan_t *p, int with_layout);
 void rf_chain_json_stages(rf_json_writer_t *w, const rf_chain_plan_t *p);
 /* The files (chain_package.c). */

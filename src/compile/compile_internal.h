@@ -8,6 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "base/json.h"
 #include "rowfuse/compile.h"
 #include "rowfuse/plan.h"
 
@@ -73,6 +74,11 @@ int rf_hopper_stage_bytes(const rf_kernel_spec_t *spec);
 
 /* kernel_spec.json: the target and every kernel's complete specification. */
 rf_status_t rf_kernel_spec_write(const rf_plan_t *plan, const char *path);
+/* The "target" key and object of a package's JSON files (plan.json, kernel_spec.json), for
+ * the MLP's writer and the chains'. */
+void rf_target_json_write(rf_json_writer_t *w, const rf_target_t *t);
+/* Creates `path` and its missing parents (mkdir -p); an existing folder is fine. */
+rf_status_t rf_compile_mkdir_p(const char *path);
 
 /* Reads the facts the generator reported in `path` (kernels.json): each kernel's
  * registers (matched by name) and the generator's name and version. */

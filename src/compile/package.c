@@ -14,7 +14,7 @@
 #include "compile/compile_internal.h"
 #include "rowfuse/tensor.h"
 
-static rf_status_t mkdir_p(const char *path) {
+rf_status_t rf_compile_mkdir_p(const char *path) {
     char buf[4096];
     size_t n = strlen(path);
     if (n == 0 || n >= sizeof buf)
@@ -104,7 +104,7 @@ rf_status_t rf_compile_package(const rf_mlp_weights_t *w, const char *graph_hash
     st = rf_compile_plan(w->channels, w->hidden, o, p);
     if (!st) {
         snprintf(p->graph_hash, sizeof p->graph_hash, "%s", graph_hash ? graph_hash : "");
-        st = mkdir_p(o->out_dir);
+        st = rf_compile_mkdir_p(o->out_dir);
     }
     if (!st)
         st = write_weights(w, o->out_dir, p);

@@ -39,7 +39,7 @@ static void write_kernel(rf_json_writer_t *w, const rf_kernel_spec_t *k) {
     rf_json_object_end(w);
 }
 
-static void write_target(rf_json_writer_t *w, const rf_target_t *t) {
+void rf_target_json_write(rf_json_writer_t *w, const rf_target_t *t) {
     rf_json_key(w, "target");
     rf_json_object_begin(w);
     rf_json_key_string(w, "name", t->name);
@@ -127,7 +127,7 @@ rf_status_t rf_plan_write(const rf_plan_t *p, const char *path) {
     rf_json_key_int(&w, "hidden", p->hidden);
     rf_json_key_string(&w, "schedule", rf_schedule_name(p->schedule));
     rf_json_key_string(&w, "schedule_reason", p->reason);
-    write_target(&w, &p->target);
+    rf_target_json_write(&w, &p->target);
     rf_json_key_int(&w, "max_grid", p->max_grid);
     rf_json_key_string(&w, "library", p->library);
     rf_json_key_string(&w, "generator", p->generator);
@@ -150,7 +150,7 @@ rf_status_t rf_kernel_spec_write(const rf_plan_t *p, const char *path) {
     rf_json_key_int(&w, "channels", p->channels);
     rf_json_key_int(&w, "hidden", p->hidden);
     rf_json_key_int(&w, "smem_row_pad", RF_SMEM_ROW_PAD);
-    write_target(&w, &p->target);
+    rf_target_json_write(&w, &p->target);
     rf_json_key_string(&w, "library", p->library);
     write_kernels(&w, p);
     rf_json_object_end(&w);
