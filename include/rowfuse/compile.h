@@ -79,6 +79,7 @@ typedef struct rf_compile_options {
     int max_grid;         /* tests: cap blocks per launch (0 = none) */
     const char *fault;    /* tests of the checks: a planted fault by name (src/compile/plan.c's
                              table; NULL = none) */
+    int check_delay;      /* tests of the checks: rf_kernel_spec_t.check_delay, 0 = none */
     const char *python;   /* the interpreter that has the rowfuse Python package, which runs
                              the kernel generator (rowfuse.kernels.build); NULL = "python3" */
 } rf_compile_options_t;

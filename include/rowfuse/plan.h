@@ -128,6 +128,10 @@ typedef struct rf_kernel_spec {
     int ring;             /* 3 X / 2 H buffers, 2 barriers a tile (experimental) */
     int min_blocks;       /* ptxas launch bound, 0 = none (experimental) */
     char fault[16];       /* tests of the gates only: a planted fault ("" = none) */
+    int check_delay;      /* a checking build (0 = none): cycles half the copying warps
+                           * (every TMA producer) spin before each asynchronous copy, so
+                           * a read that skips its wait sees the check's poison; such a
+                           * package is checked, never timed */
     /* facts the generator reports back (kernels.json) */
     int registers; /* per thread, from the cubin; 0 = unknown */
     int local_ops; /* SASS instructions on local memory (spills), from the cubin; -1 = unknown */

@@ -68,6 +68,8 @@ static const compile_option_t compile_options[] = {
     /* Tests of the checks only, so not in --help: a planted fault by name (the names are
      * src/compile/plan.c's table; src/harness/README.md lists them). */
     {"--plant-fault", VALUE_TEXT, FIELD(o.fault), 0, 0},
+    /* ... and a checking build: cycles the producers spin before each async copy */
+    {"--check-delay", VALUE_INT, FIELD(o.check_delay), 0, 1 << 24},
 };
 
 /* Reads option `opt`'s value `v` into its field of c. */

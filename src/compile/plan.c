@@ -36,48 +36,60 @@ int rf_schedule_grid_balanced(rf_schedule_t s) {
  * mma.sync kernels' code or the wgmma kernel's (the generator), or in the launcher of every
  * kernel (the shim, src/pkg/rf_pkg_shim.c, which the generator builds with
  * RF_PKG_FAULT_<SPELLING> defined: each launch goes to a stream other than the caller's, so
- * a capture records no kernel). A kernel fault leaves the other family's kernels correct. */
+ * a capture records no kernel). `sites`: the kernel modes whose code has the fault's site
+ * (the generator refuses a spec that plants it elsewhere); a kernel without the site is
+ * written without the fault, so a schedule none of whose kernels has it stays correct and
+ * serves as a control. A kernel fault leaves the other family's kernels correct. */
 enum { FAULT_MMA, FAULT_WGMMA, FAULT_LAUNCHER, FAULT_STREAM };
+#define M_(e) (1u << RF_KERNEL_##e)
+#define ALL_MMA_ (M_(FUSED_SMEM) | M_(FUSED_GMEM) | M_(PROJ1) | M_(PROJ2))
+#define ALL_ ((1u << RF_KERNEL_MODE_COUNT) - 1u)
 static const struct {
     const char *name, *spelling;
     int where;
-    const char *what;
+    unsigned sites;
+    const char *schedules, *what;
 } rf_faults[] = {
-    {"no-barrier", "no_barrier", FAULT_MMA, "no block barrier between H's store and GEMM2"},
-    {"no-pad", "no_pad", FAULT_MMA, "the zero padding of partial tiles left unwritten"},
-    {"no-relu", "no_relu", FAULT_MMA, "H without its ReLU"},
-    {"no-ring-wait", "no_ring_wait", FAULT_WGMMA,
+    /* conventional has no such barrier: H crosses global memory between its two launches */
+    {"no-barrier", "no_barrier", FAULT_MMA, M_(FUSED_SMEM) | M_(FUSED_GMEM),
+     "persistent-smem, persistent-gmem", "no block barrier between H's store and GEMM2"},
+    {"no-pad", "no_pad", FAULT_MMA, ALL_MMA_, "persistent-smem, persistent-gmem, conventional",
+     "the zero padding of partial tiles left unwritten"},
+    {"no-relu", "no_relu", FAULT_MMA, M_(FUSED_SMEM) | M_(FUSED_GMEM) | M_(PROJ1),
+     "persistent-smem, persistent-gmem, conventional", "H without its ReLU"},
+    {"no-ring-wait", "no_ring_wait", FAULT_WGMMA, M_(FUSED_WGMMA), "persistent-wgmma",
      "the consumers read a weight stage without waiting on its full mbarrier"},
-    {"ring-phase", "ring_phase", FAULT_WGMMA,
+    {"ring-phase", "ring_phase", FAULT_WGMMA, M_(FUSED_WGMMA), "persistent-wgmma",
      "the consumers wait for the other phase parity of a weight stage (off by one)"},
-    {"no-oob-fill", "no_oob_fill", FAULT_WGMMA,
+    {"no-oob-fill", "no_oob_fill", FAULT_WGMMA, M_(FUSED_WGMMA), "persistent-wgmma",
      "TMA boxes of X, W1, W2 described with the padded extents: no zero fill past C, H"},
-    {"wrong-stream-legacy", "stream_legacy", FAULT_LAUNCHER,
+    {"wrong-stream-legacy", "stream_legacy", FAULT_LAUNCHER, ALL_,
+     "persistent-smem, persistent-gmem, conventional, persistent-wgmma",
      "every launch on the legacy default stream"},
-    {"wrong-stream-created", "stream_created", FAULT_LAUNCHER,
+    {"wrong-stream-created", "stream_created", FAULT_LAUNCHER, ALL_,
+     "persistent-smem, persistent-gmem, conventional, persistent-wgmma",
      "every launch on a stream the shim created"},
-    {"wrong-stream-per-thread", "stream_thread", FAULT_LAUNCHER,
+    {"wrong-stream-per-thread", "stream_thread", FAULT_LAUNCHER, ALL_,
+     "persistent-smem, persistent-gmem, conventional, persistent-wgmma",
      "every launch on the per-thread default stream"},
     /* chain_stream (compile/chain_stream.c plants them; chain packages only) */
-    {"stream-no-fence", "stream_no_fence", FAULT_STREAM,
+    {"stream-no-fence", "stream_no_fence", FAULT_STREAM, 0, "chain-stream",
      "the cross-block reduction without its release and acquire fences (relaxed counter)"},
-    {"stream-early-reduce", "stream_early_reduce", FAULT_STREAM,
+    {"stream-early-reduce", "stream_early_reduce", FAULT_STREAM, 0, "chain-stream",
      "the first block to arrive reduces a chunk, before the other blocks' partials are written"},
 };
+#undef M_
+#undef ALL_MMA_
+#undef ALL_
 enum { RF_FAULT_COUNT = (int)(sizeof rf_faults / sizeof rf_faults[0]) };
 
 int rf_compile_fault_info(int i, const char **out_name, const char **out_what,
                           const char **out_schedules) {
-    static const char *const schedules[] = {
-        [FAULT_MMA] = "persistent-smem, persistent-gmem, conventional",
-        [FAULT_WGMMA] = "persistent-wgmma",
-        [FAULT_LAUNCHER] = "persistent-smem, persistent-gmem, conventional, persistent-wgmma",
-        [FAULT_STREAM] = "chain-stream"};
     if (i < 0 || i >= RF_FAULT_COUNT)
         return 0;
     *out_name = rf_faults[i].name;
     *out_what = rf_faults[i].what;
-    *out_schedules = schedules[rf_faults[i].where];
+    *out_schedules = rf_faults[i].schedules;
     return 1;
 }
 
@@ -100,9 +112,10 @@ static rf_status_t schedule_specs(rf_schedule_t s, int c, int h, int tm, int xpf
             rf_kernel_geometry(modes[i], c, h, tm, xpf, split, yv2, o->ring, t, &out[i]));
     for (int i = 0; i < n; i++) {
         out[i].min_blocks = o->min_blocks;
-        if (o->fault && rf_faults[fault_find(o->fault)].where != FAULT_WGMMA)
+        if (o->fault && (rf_faults[fault_find(o->fault)].sites >> out[i].mode & 1u))
             snprintf(out[i].fault, sizeof out[i].fault, "%s", /* the generator's spelling */
                      rf_faults[fault_find(o->fault)].spelling);
+        out[i].check_delay = o->check_delay;
         out[i].grid_balanced = o->grid == RF_GRID_BALANCED ||
                                (o->grid == RF_GRID_AUTO && rf_schedule_grid_balanced(s));
     }
@@ -134,6 +147,7 @@ static rf_status_t schedule_tiling(rf_schedule_t s, int64_t rows, int c, int h,
         if (o->fault) /* a wgmma fault, or a launcher fault (the kernel unchanged) */
             snprintf(out[0].fault, sizeof out[0].fault, "%s",
                      rf_faults[fault_find(o->fault)].spelling);
+        out[0].check_delay = o->check_delay;
         *out_n = 1;
         return RF_OK;
     }

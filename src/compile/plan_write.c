@@ -32,6 +32,7 @@ static void write_kernel(rf_json_writer_t *w, const rf_kernel_spec_t *k) {
     rf_json_key_bool(w, "ring", k->ring);
     rf_json_key_int(w, "min_blocks", k->min_blocks);
     rf_json_key_string(w, "fault", k->fault);
+    rf_json_key_int(w, "check_delay", k->check_delay);
     rf_json_key_int(w, "registers", k->registers);
     rf_json_key_int(w, "local_ops", k->local_ops);
     rf_json_key_int(w, "blocks_per_sm", k->blocks_per_sm);

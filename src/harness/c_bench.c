@@ -374,6 +374,28 @@ static rf_status_t rf_bench_flush_alloc(rf_bench_options_t *timing) {
 static rf_status_t rf_bench_c_run_chain(rf_allocator_t a, const rf_bench_c_options_t *o,
                                         FILE *json_out);
 
+/* A checking build (rowfuse compile --check-delay: producers spin before their copies)
+ * computes the right answer slowly; its time would be the spins', so it is not timed. */
+static rf_status_t rf_bench_refuse_check_build(const char *dir) {
+    char path[1100];
+    if (rf_chain_pkg_probe(dir) || strlen(dir) >= sizeof path - 16)
+        return RF_OK;
+    snprintf(path, sizeof path, "%s/plan.json", dir);
+    rf_plan_t *p = calloc(1, sizeof *p);
+    if (!p)
+        return RF_ERR(RF_CODE_OUT_OF_MEMORY, "plan of %s", dir);
+    rf_status_t st = rf_plan_read(path, p);
+    for (int i = 0; !st && i < p->kernel_count; i++)
+        if (p->kernels[i].check_delay > 0)
+            st = RF_ERR(RF_CODE_INVALID_ARGUMENT,
+                        "%s: kernel %s is a checking build (compiled with --check-delay %d: its "
+                        "producers spin before each copy); check it with `rowfuse check`, time "
+                        "a package compiled without --check-delay",
+                        dir, p->kernels[i].name, p->kernels[i].check_delay);
+    free(p);
+    return st;
+}
+
 rf_status_t rf_bench_c_run(rf_allocator_t a, const rf_bench_c_options_t *o, FILE *json_out) {
     rf_device_info_t info;
     rf_pkg_t *pkg = NULL;
@@ -391,6 +413,7 @@ rf_status_t rf_bench_c_run(rf_allocator_t a, const rf_bench_c_options_t *o, FILE
         return RF_ERR(RF_CODE_INVALID_ARGUMENT, "rf_bench_c_run: options, package and output "
                                                 "are required");
     memset(vars, 0, sizeof vars);
+    RF_RETURN_IF_ERROR_PLAIN(rf_bench_refuse_check_build(o->pkg_dir));
     RF_RETURN_IF_ERROR(rf_device_open(0, &info), "bench --c");
     rf_status_t cupti = o->timing.span ? rf_bench_span_init() : RF_OK;
     if (cupti) {

@@ -89,6 +89,8 @@ static rf_status_t read_kernel(const reader_t *r, const cJSON *o, int i, rf_kern
     const cJSON *fault = cJSON_GetObjectItemCaseSensitive(o, "fault");
     if (cJSON_IsString(fault))
         snprintf(k->fault, sizeof k->fault, "%s", fault->valuestring);
+    const cJSON *delay = cJSON_GetObjectItemCaseSensitive(o, "check_delay"); /* optional */
+    k->check_delay = cJSON_IsNumber(delay) ? (int)delay->valuedouble : 0;
     const cJSON *b = cJSON_GetObjectItemCaseSensitive(o, "grid_balanced");
     if (!cJSON_IsBool(b))
         return RF_ERR(RF_CODE_PARSE_ERROR, "%s: %s\"grid_balanced\" must be true or false", r->path,

@@ -28,13 +28,13 @@ def correct(tmp_path_factory):
     return pkg
 
 
-def build_one(tmp, pkg, mode: str, fault: str):
-    """The generator on the correct package's spec, one kernel (of `mode`), fault planted:
-    that kernel's spec entry and the folder of its files."""
+def build_one(tmp, pkg, mode: str, fault: str, **fields):
+    """The generator on the correct package's spec, one kernel (of `mode`), fault planted
+    (and `fields` set): that kernel's spec entry and the folder of its files."""
     spec = json.loads((pkg / "kernel_spec.json").read_text())
-    spec["kernels"] = [dict(k, fault=fault) for k in spec["kernels"] if k["mode"] == mode]
+    spec["kernels"] = [dict(k, fault=fault, **fields) for k in spec["kernels"] if k["mode"] == mode]
     assert len(spec["kernels"]) == 1, mode
-    out = tmp / f"{mode}-{fault}"
+    out = tmp / f"{mode}-{fault}-{len(fields)}"
     out.mkdir()
     (out / "kernel_spec.json").write_text(json.dumps(spec))
     cmd = [sys.executable, "-m", "rowfuse.kernels.build", "--spec", str(out / "kernel_spec.json")]
@@ -56,6 +56,8 @@ def test_the_list_names_every_fault_and_its_schedules():
         assert rows[f] == "persistent-wgmma", rows
     for f in ("no-barrier", "no-pad", "no-relu"):
         assert "persistent-smem" in rows[f] and "wgmma" not in rows[f], rows
+    # conventional has no barrier between H's store and GEMM2 (two launches)
+    assert "conventional" not in rows["no-barrier"] and "conventional" in rows["no-pad"]
     assert all(len(line.split("\t")) == 3 for line in p.stdout.splitlines())
 
 
@@ -86,3 +88,43 @@ def test_mma_no_relu_drops_the_max(tmp_path, correct):
     ptx = (out / "kernels" / f"{k['name']}.ptx").read_text()
     assert ptx.count("max.f32") < ok.count("max.f32")
     assert ptx.count("mma.sync") == ok.count("mma.sync")
+
+
+def test_a_fault_without_a_site_is_refused_by_the_generator(tmp_path, correct):
+    """no-barrier in a conventional kernel would be the correct code under a fault's name."""
+    with pytest.raises(subprocess.CalledProcessError) as e:
+        build_one(tmp_path, correct, "proj2", "no_barrier")
+    assert e.value.returncode != 0
+    k, out = build_one(tmp_path, correct, "fused_gmem", "no_barrier")  # it has the site
+    assert (out / "kernels" / f"{k['name']}.ptx").exists()
+
+
+CLOCK = re.compile(r"mov\.u64\s+%rd\d+, %clock64;")
+
+
+@pytest.mark.parametrize("mode", ["fused_smem", "proj2", "fused_wgmma"])
+def test_a_checking_build_spins_before_its_copies(tmp_path, correct, mode):
+    """--check-delay N: a loop on %clock64 against N before the copies (cp.async in the
+    mma.sync kernels, TMA in the wgmma kernel); the plain build has none."""
+    assert not CLOCK.search(kernel_file(correct, mode, "ptx"))
+    k, out = build_one(tmp_path, correct, mode, "", check_delay=12345)
+    ptx = (out / "kernels" / f"{k['name']}.ptx").read_text()
+    assert len(CLOCK.findall(ptx)) >= 2
+    assert re.search(r"setp\.lt\.s64\s+%p\d+, %rd\d+, 12345;", ptx)
+
+
+def test_compile_writes_the_delay_and_bench_refuses_a_checking_build(tmp_path, correct):
+    """The planner carries --check-delay to every kernel's spec; `rowfuse bench --c`
+    refuses such a package before it touches a GPU (its time would be the spins')."""
+    import shutil
+
+    pkg = tmp_path / "delayed"
+    shutil.copytree(correct, pkg)
+    plan = json.loads((pkg / "plan.json").read_text())
+    assert all(k["check_delay"] == 0 for k in plan["kernels"])
+    for k in plan["kernels"]:
+        k["check_delay"] = 20000
+    (pkg / "plan.json").write_text(json.dumps(plan))
+    p = rowfuse("bench", pkg, "--c", "--rows", "64", check=None)
+    assert p.returncode != 0
+    assert "checking build" in p.stderr and "--check-delay 20000" in p.stderr, p.stderr

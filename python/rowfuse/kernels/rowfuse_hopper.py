@@ -62,6 +62,8 @@ from cutlass._mlir.dialects import llvm
 from cutlass.cute.nvgpu import cpasync, warpgroup
 from cutlass.utils import LayoutEnum
 
+from rowfuse.kernels.rowfuse_kernels import check_spin
+
 WG_THREADS = 128
 WG_ROWS = 64  # rows of one wgmma (m64nNk16) per consumer warpgroup
 SMEM_ALIGN = 1024  # every TMA / wgmma buffer (the 128-byte swizzle repeats every 1 KB)
@@ -125,6 +127,8 @@ class HopperPlan:
     # with their padded extents, so a partial box reads what lies past C and H instead of
     # zeros; launcher faults ("stream_*") leave the kernel unchanged
     fault: str = ""
+    # a checking build: the producer spins this many cycles before each TMA issue (0 = none)
+    check_delay: int = 0
 
     @property
     def producer_wg(self) -> bool:
@@ -187,6 +191,7 @@ class HopperPlan:
                 w2_block=k["w2_block"],
                 smem_bytes=k["smem_bytes"],
                 fault=k.get("fault", ""),
+                check_delay=k.get("check_delay", 0),
             )
         except KeyError as e:
             raise SpecError(f"kernel {k.get('name', '?')}: field {e} missing") from None
@@ -863,6 +868,12 @@ class WgmmaMlpKernel:
             self.consumer_wait(pipe, state)
 
     @cute.jit
+    def delay(self):
+        """A checking build's spin before a TMA issue (check_spin); nothing otherwise."""
+        if cutlass.const_expr(self.p.check_delay > 0):
+            check_spin(self.p.check_delay)
+
+    @cute.jit
     def producer_acquire(self, pipe, state):
         """The stage is empty (every consumer warp released it); then this thread arms its
         full barrier with the stage's TMA byte count (PipelineTmaAsync.producer_acquire)."""
@@ -873,6 +884,7 @@ class WgmmaMlpKernel:
     def load_x(self, x_pipe, xp, tma_x, tXs, tXg, tile):
         """TMA of X tile `tile` into the X buffer the producer state points at."""
         self.producer_acquire(x_pipe, xp)
+        self.delay()
         cute.copy(
             tma_x,
             tXg[(None, tile)],
@@ -890,6 +902,7 @@ class WgmmaMlpKernel:
         j, v = self.item_of(wp.count % (p.nchunks * (i1 + i2)))
         self.wait(w_pipe.sync_object_empty.get_barrier(wp.index), wp.phase)
         bar = w_pipe.producer_get_barrier(wp)
+        self.delay()
         if v < i1:
             w_pipe.sync_object_full.arrive_and_expect_tx(wp.index, 2 * p.hc * p.w1_block)
             for n in cutlass.range_constexpr(p.wg_n):
@@ -934,6 +947,7 @@ class WgmmaMlpKernel:
             j = rank * p.nchunks + wp.count % p.nchunks
             self.producer_acquire(w_pipe, wp)
             bar = w_pipe.producer_get_barrier(wp)
+            self.delay()
             for n in cutlass.range_constexpr(p.wg_n):
                 cute.copy(
                     tma_w1,

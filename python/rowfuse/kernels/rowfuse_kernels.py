@@ -55,6 +55,28 @@ class SpecError(ValueError):
     """A kernel specification that is incomplete or inconsistent."""
 
 
+# The kernel modes whose code has each planted fault's site (src/compile/plan.c's table):
+# a spec that plants one elsewhere is refused, so a kernel without the site is never
+# counted as carrying the fault. conventional has no barrier between H's store and GEMM2
+# (H crosses global memory between its two launches).
+FAULT_SITES = {
+    "no_barrier": ("fused_smem", "fused_gmem"),
+    "no_pad": ("fused_smem", "fused_gmem", "proj1", "proj2"),
+    "no_relu": ("fused_smem", "fused_gmem", "proj1"),
+}
+
+
+@cute.jit
+def check_spin(cycles: cutlass.Constexpr):
+    """A checking build's delay (rowfuse compile --check-delay): spins `cycles` SM clocks,
+    so the copies this thread issues next land late and a read that skips its wait sees
+    the check's poison instead of the data."""
+    t0 = cute.arch.clock64()
+    now = t0
+    while now - t0 < cycles:
+        now = cute.arch.clock64()
+
+
 @dataclass(frozen=True)
 class Plan:
     """Compile-time geometry of one kernel, exactly as the C planner specified it
@@ -83,6 +105,8 @@ class Plan:
     # tests only: "no_barrier" drops the barrier between H's store and GEMM2, "no_pad"
     # leaves the zero padding of partial tiles unwritten, "no_relu" drops H's ReLU
     fault: str = ""
+    # a checking build: the odd warps spin this many cycles before each staging (0 = none)
+    check_delay: int = 0
 
     @property
     def threads(self) -> int:
@@ -117,9 +141,12 @@ class Plan:
                 ring=bool(k["ring"]),
                 min_blocks=k["min_blocks"],
                 fault=k.get("fault", ""),
+                check_delay=k.get("check_delay", 0),
             )
         except KeyError as e:
             raise SpecError(f"kernel {k.get('name', '?')}: field {e} missing") from None
+        if plan.fault and plan.mode not in FAULT_SITES.get(plan.fault, ()):
+            raise SpecError(f"{plan.name}: fault '{plan.fault}' has no site in mode {plan.mode}")
         step = 16 * plan.warps_n
         if plan.mode not in MODES or plan.mode == "fused_wgmma":
             raise SpecError(f"{plan.name}: unknown mode '{plan.mode}' for the mma.sync kernels")
@@ -134,7 +161,9 @@ class TileOps:
     """The tile helpers the mma.sync generators share (MlpKernel here, the chain generator
     in chain_mma.py): zero-padded global -> shared staging and the ldmatrix + mma.sync
     k loop. A subclass sets `threads` (the block's threads) and `fault` ("" or a planted
-    fault of the tests)."""
+    fault of the tests), and may set `check_delay` (a checking build's spin, in cycles)."""
+
+    check_delay = 0
 
     @cute.jit
     def stage(
@@ -152,7 +181,11 @@ class TileOps:
     ):
         """Copy g[row0 + r, col0 + c] (r < nrows, c < ncols) into s[r, c] for the padded
         smem tile [srows, scols]; everything outside is written as zero. Async (cp.async)
-        when `vec` > 0, to be completed by the caller's commit/wait/barrier."""
+        when `vec` > 0, to be completed by the caller's commit/wait/barrier. In a checking
+        build the odd warps first spin (check_spin), so their part lands late."""
+        if cutlass.const_expr(self.check_delay > 0):
+            if (tid // 32) % 2 == 1:
+                check_spin(self.check_delay)
         if cutlass.const_expr(vec > 0):
             nvec_row = scols // vec
             total = srows * nvec_row
@@ -243,6 +276,7 @@ class MlpKernel(TileOps):
         self.threads = plan.threads
         self.pad = plan.smem_pad
         self.fault = plan.fault  # a planted fault, for tests of the gates only
+        self.check_delay = plan.check_delay
         self.uses_w1 = self.mode in ("fused_smem", "fused_gmem", "proj1")
         self.uses_w2 = self.mode in ("fused_smem", "fused_gmem", "proj2")
         self.xpf = plan.x_prefetch

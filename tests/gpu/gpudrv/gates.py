@@ -5,12 +5,14 @@ Here: the fault list from the compiler (`rowfuse compile --plant-fault list`; wh
 has no list, the names its error message gives; GATES_FAULTS=a,b overrides), the shapes
 of rowfuse.bench.shapes.gates_shapes (GATES_PER_CLASS seeded shapes per class, default 1,
 plus two fixed ones: 8 shapes, partial tiles in rows, channels and hidden), and at each
-shape a correct package and one package per fault (`rowfuse compile --mlp SHAPE
---plant-fault F`; a fault the compiler calls unsupported there is recorded as not
-applicable; a capture fault, which sits in the launcher whatever the shape, only at the
-first tiny and the first blocked shape). The sanitizer's packages: 49x48x96 (a partial
-row tile), 64x64x128 (whole tiles), 100x40x72 (partial tiles everywhere), and the
-persistent-wgmma block pairs and blocked ring walking several tiles.
+shape a correct package, its checking build (`--check-delay`: producers spin before each
+async copy) and one package per fault (`rowfuse compile --mlp SHAPE --plant-fault F`, a
+race fault in the checking build, so a skipped wait reads poison; a fault the compiler
+calls unsupported there is recorded as not applicable; a capture fault, which sits in
+the launcher whatever the shape, only at the first tiny and the first blocked shape).
+The sanitizer's packages: 49x48x96 (a partial row tile), 64x64x128 (whole tiles),
+100x40x72 (partial tiles everywhere), and the persistent-wgmma block pairs and blocked
+ring walking several tiles.
 
 There, on a pool as wide as the machine's cores (sanitizer runs first, the longest):
   - each tool (memcheck, racecheck, synccheck, initcheck) on each schedule of each
@@ -48,6 +50,12 @@ CAPTURE_CLASSES = ("tiny", "blocked")
 KNOWN_FAULTS = ("no-barrier", "no-pad")  # the compiler's names before it could list them
 RACE_FAULT = ("no-barrier", (100, 40, 72), "persistent-smem")  # racecheck must see it
 RACE_ROWS = int(os.environ.get("GATES_RACE_ROWS", "256"))
+# A race fault's package is a checking build (`rowfuse compile --check-delay CYCLES`): the
+# producers spin this long (about 10 us, ten times a copy's latency) before each async
+# copy, so a read that skips its wait reads the check's NaN poison. Beside each correct
+# package, the same build with the delays only: it must pass (the delays alone break
+# nothing).
+CHECK_DELAY = int(os.environ.get("GATES_CHECK_DELAY", "20000"))
 
 
 def fault_kind(name: str) -> str:
@@ -110,8 +118,14 @@ def prepare(jobs: int, stamp: str) -> dict:
     for s in shapes:
         n = summarize.shape_name(s[:3])
         specs.append((n, ["--mlp", n], False))  # the correct package: the check's name
+        delay = ["--check-delay", str(CHECK_DELAY)]
+        specs.append((f"delay-{n}", ["--mlp", n, *delay], False))
         specs += [
-            (f"{f}-{n}", ["--mlp", n, "--plant-fault", f], False)
+            (
+                f"{f}-{n}",
+                ["--mlp", n, "--plant-fault", f, *(delay if f in summarize.RACE_FAULTS else [])],
+                False,
+            )
             for f in faults
             if applies(f, s, shapes)
         ]
@@ -128,6 +142,7 @@ def prepare(jobs: int, stamp: str) -> dict:
             f"gates: {len(bad)} package(s) failed to compile: {bad[0]['name']}: {bad[0]['detail']}"
         )
     correct = {summarize.shape_name(s[:3]) for s in shapes}
+    correct |= {f"delay-{n}" for n in correct}
     unsupported = [
         r for r in recs.values() if r["status"] == "unsupported" and r["name"] in correct
     ]
@@ -139,6 +154,7 @@ def prepare(jobs: int, stamp: str) -> dict:
         "seed": SEED,
         "per_class": PER_CLASS,
         "faults": [{"name": f, "kind": fault_kind(f)} for f in faults],
+        "check_delay": CHECK_DELAY,
         "fault_source": source,
         "shapes": [{"shape": list(s[:3]), "class": s[3]} for s in shapes],
         "packages": recs,
@@ -205,6 +221,12 @@ def run(r: c.Run) -> None:
             step_fail.append(("correct packages", f"missing package build-gpu/pkgs/{name}"))
             continue
         jobs.append(_check_job(r, d, name, shape, None, {"role": "correct", "class": cls}))
+        if _plan(f"delay-{name}") is None:
+            step_fail.append(("correct packages", f"missing package build-gpu/pkgs/delay-{name}"))
+        else:
+            jobs.append(
+                _check_job(r, d, f"delay-{name}", shape, None, {"role": "correct", "class": cls})
+            )
         for f in m["faults"]:
             pkg = f"{f['name']}-{name}"
             rec = m["packages"].get(pkg)
