@@ -3,7 +3,8 @@ package the subcommands need, each from `rowfuse compile`, into build-gpu/), the
 `tests/gpu/gpu run SUB...` on the GPU machine (carry build-gpu): runs them, writes JSON under
 $OUT (default out/gpu), prints a short table last, and exits 1 when any step FAILED.
 
-Subcommands (tests/gpu/README.md): check, bench, gates, regret, lab, mlir, eval, profile.
+Subcommands (tests/gpu/README.md): check, bench, gates, regret, lab, mlir, eval, profile,
+chains.
 `run` takes any subset of what `prepare` made; a subcommand that was not prepared is a
 FAILED step. Environment: JOBS (parallel compiles here, default 2); each subcommand's own
 variables are in its module's docstring (tests/gpu/gpudrv/).
@@ -20,7 +21,7 @@ import time
 import traceback
 from pathlib import Path
 
-from gpudrv import bench, check, common, evaluation, gates, lab, mlir, profile, regret
+from gpudrv import bench, chains, check, common, evaluation, gates, lab, mlir, profile, regret
 
 SUBS = {
     "check": check,
@@ -31,6 +32,7 @@ SUBS = {
     "mlir": mlir,
     "eval": evaluation,
     "profile": profile,
+    "chains": chains,
 }
 MAX_OUT_FILES = 8  # what comes back from the GPU machine's $OUT
 LOG_CAP = 1 << 20  # bytes of one log kept in the archive (head and tail)

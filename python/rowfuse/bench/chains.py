@@ -1,0 +1,448 @@
+"""The suite of block kinds (rowfuse.blocks) against their peers, each shape in one process.
+
+    python -m rowfuse.bench.chains --packages DIR [--kinds K,...] [--rows 1,7,...] -o out.json
+
+For every kind and row count: rowfuse's chain package DIR/KIND-ROWS (compiled ahead of time
+from `python -m rowfuse.export rowfuse.blocks:KIND --rows ROWS`; loaded through
+rowfuse.torch.compile_block(package=...), which checks its weights against the module),
+PyTorch eager on the fp16 module as users run it, torch.compile of the same fp16 module
+(mode max-autotune-no-cudagraphs, fullgraph, static shapes: its autotuner picks the GEMM
+configurations for the shape; the CUDA graph is ours) and the empty-kernel floor. Every
+variant is captured in a CUDA graph and timed with the method of docs/benchmarking.md:
+interleaved observations in a seeded shuffled order, each one GPU span from CUPTI's kernel
+records (first kernel start to last kernel end), medians reported.
+
+Weights: a package's weights.bin can be written from the module on the machine that runs
+the benchmark (`weight_map` records, where the package was compiled, which module
+parameter each slice of weights.bin holds, and `write_weights` rebuilds the file from it;
+prepare checks that the rebuilt file is byte-identical to the compiled one), so large
+weights need not travel with the packages.
+
+Correctness (a sanity check of every variant, not the gate: `rowfuse check` is): the
+output against the module in fp64 on the GPU, relative L2 error. A variant fails when its
+error exceeds 4x that of PyTorch eager in fp16 (which rounds every intermediate to fp16)
+or 4 fp16 unit roundoffs (2^-9), whichever is larger; a dropped bias, a wrong activation
+or a stale buffer shows at 1e-2 and above.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import datetime
+import json
+import os
+import sys
+import time
+
+import numpy as np
+
+ROWS = (1, 7, 64, 1000, 16384)
+CHAIN_KINDS = (
+    "tcnn_mlp",
+    "gpt2_ffn",
+    "bert_ffn",
+    "llama_ffn",
+    "res_mlp_gelu",
+    "res_mlp_silu",
+    "classifier",
+    "stacked",
+)
+TOL_FLOOR = 2.0**-9  # four fp16 unit roundoffs (2^-11 each)
+TOL_FACTOR = 4.0
+W_KEYS = ("w", "wg", "wu")  # fp16 [k, n] = nn.Linear.weight^T, in wh
+B_KEYS = ("b", "bg", "bu")  # fp32 [n] = nn.Linear.bias, in wf
+NORM_KEYS = ("gamma", "beta")  # fp32 [width of the norm's input], in wf
+
+
+def package_name(kind: str, rows: int) -> str:
+    return f"{kind}-{rows}"
+
+
+# ---------------------------------------------------------------- weights, rebuilt
+
+
+def _slices(plan: dict):
+    """(buffer, element offset, shape, transposed) of every weight slice the stages name."""
+    ch = plan["chain"]
+    widths = {int(v["id"]): int(v["width"]) for v in ch["values"]}
+    for s in ch["stages"]:
+        for key in W_KEYS:
+            if int(s.get(key, -1)) >= 0:
+                yield "wh", int(s[key]), (int(s["k"]), int(s["n"])), True
+        for key in B_KEYS:
+            if int(s.get(key, -1)) >= 0:
+                yield "wf", int(s[key]), (int(s["n"]),), False
+        for key in NORM_KEYS:
+            if int(s.get(key, -1)) >= 0:
+                yield "wf", int(s[key]), (widths[int(s["src"])],), False
+
+
+def _buffers(package: str, ch: dict):
+    raw = np.fromfile(os.path.join(package, "weights.bin"), dtype=np.uint8)
+    wh = raw[ch["wh_offset"] : ch["wh_offset"] + 2 * ch["wh_elems"]].view(np.float16)
+    wf = raw[ch["wf_offset"] : ch["wf_offset"] + 4 * ch["wf_elems"]].view(np.float32)
+    return raw, {"wh": wh, "wf": wf}
+
+
+def _param_value(p, transposed: bool, buf: str) -> np.ndarray:
+    a = p.detach().cpu().double().numpy()
+    a = a.T if transposed else a
+    return a.astype(np.float16 if buf == "wh" else np.float32)
+
+
+def weight_map(module, package: str) -> list[dict]:
+    """Which parameter of `module` each weight slice of the package holds (exact values):
+    [{buf, offset, shape, param, transposed}]. ValueError naming a slice no parameter
+    matches."""
+    plan = json.load(open(os.path.join(package, "plan.json")))
+    _, bufs = _buffers(package, plan["chain"])
+    params = dict(module.named_parameters())
+    out = []
+    for buf, off, shape, tr in _slices(plan):
+        n = int(np.prod(shape))
+        have = bufs[buf][off : off + n].reshape(shape)
+        hit = None
+        for name, p in params.items():
+            if tuple(p.shape[::-1] if tr else p.shape) == shape and np.array_equal(
+                _param_value(p, tr, buf), have
+            ):
+                hit = name
+                break
+        if hit is None:
+            raise ValueError(f"{package}: the {buf} slice at {off} {shape} is no parameter")
+        out.append({"buf": buf, "offset": off, "shape": list(shape), "param": hit, "tr": tr})
+    return out
+
+
+def write_weights(module, package: str, wmap: list[dict], ch: dict, size: int) -> None:
+    """weights.bin of `size` bytes from `module`'s parameters at the map's slices (zeros
+    elsewhere, as the compiler writes the padding)."""
+    raw = np.zeros(size, dtype=np.uint8)
+    bufs = {
+        "wh": raw[ch["wh_offset"] : ch["wh_offset"] + 2 * ch["wh_elems"]].view(np.float16),
+        "wf": raw[ch["wf_offset"] : ch["wf_offset"] + 4 * ch["wf_elems"]].view(np.float32),
+    }
+    params = dict(module.named_parameters())
+    for e in wmap:
+        v = _param_value(params[e["param"]], e["tr"], e["buf"]).reshape(-1)
+        bufs[e["buf"]][e["offset"] : e["offset"] + v.size] = v
+    raw.tofile(os.path.join(package, "weights.bin"))
+
+
+def prepare_weights(kind: str, package: str, small: bool = False) -> dict:
+    """Here, where the package was compiled: its weight map, checked by rebuilding
+    weights.bin from the module into a copy and comparing bytes. {map, size}."""
+    import shutil
+    import tempfile
+
+    from rowfuse import blocks
+
+    module, _ = blocks.make(kind, small=small)
+    plan = json.load(open(os.path.join(package, "plan.json")))
+    wmap = weight_map(module, package)
+    size = os.path.getsize(os.path.join(package, "weights.bin"))
+    with tempfile.TemporaryDirectory() as tmp:
+        shutil.copy(os.path.join(package, "plan.json"), tmp)
+        write_weights(module, tmp, wmap, plan["chain"], size)
+        a = open(os.path.join(package, "weights.bin"), "rb").read()
+        b = open(os.path.join(tmp, "weights.bin"), "rb").read()
+    if a != b:
+        raise ValueError(f"{package}: weights.bin rebuilt from the module differs")
+    return {"map": wmap, "size": size}
+
+
+# ---------------------------------------------------------------- the benchmark
+
+
+def _rel_l2(y, ref) -> float:
+    d = (y.double() - ref).norm().item()
+    n = ref.norm().item()
+    return d / n if n > 0 else d
+
+
+class _Out:
+    """A launch that keeps the output tensor its last call returned (inside a captured
+    graph: the graph's own output buffer)."""
+
+    def __init__(self, fn, x):
+        self.fn, self.x, self.y = fn, x, None
+
+    def __call__(self):
+        self.y = self.fn(self.x)
+
+
+def _compile(module16, x16, mode: str):
+    import torch
+
+    torch._dynamo.reset()
+    t0 = time.perf_counter()
+    f = torch.compile(module16, mode=mode, fullgraph=True, dynamic=False)
+    with torch.no_grad():
+        f(x16)
+    torch.cuda.synchronize()
+    return f, time.perf_counter() - t0
+
+
+def bench_cell(kind: str, rows: int, package: str, args, seed: int) -> dict:
+    """One kind at one row count: every variant captured, checked and timed."""
+    import torch
+
+    from rowfuse import blocks
+    from rowfuse import torch as rtorch
+    from rowfuse.bench import harness, triton_fused
+
+    tag = f"{kind} x {rows}"
+    module, _ = blocks.make(kind)
+    cell = {"kind": kind, "rows": rows, "variants": []}
+    if args.weights_map:
+        wm = json.load(open(args.weights_map))[package_name(kind, rows)]
+        plan = json.load(open(os.path.join(package, "plan.json")))
+        write_weights(module, package, wm["map"], plan["chain"], wm["size"])
+    plan = json.load(open(os.path.join(package, "plan.json")))
+    cell["kernel"] = plan["kernels"][0]["name"] if plan.get("kernels") else None
+    cell["schedule"] = plan.get("schedule")
+    cell["weight_bytes"] = 2 * plan["chain"]["wh_elems"] + 4 * plan["chain"]["wf_elems"]
+    c_in = plan["chain"]["in_width"]
+    gen = torch.Generator().manual_seed(seed)
+    x32 = torch.randn(rows, c_in, generator=gen)
+    x16 = x32.half().cuda()
+    with torch.no_grad():
+        ref = copy.deepcopy(module).double().cuda()(x16.double())
+    module16 = copy.deepcopy(module).half().cuda().eval()
+
+    variants = [harness.Variant("empty", "floor (an empty kernel)", triton_fused.empty, None)]
+    block = rtorch.compile_block(module, rows=rows, package=package)
+    variants.append(harness.Variant("rowfuse", f"rowfuse {cell['kernel']}", _Out(block, x16), 1))
+    variants.append(harness.Variant("torch-eager", "PyTorch eager, fp16", _Out(module16, x16), 1))
+    if args.compile:
+        try:
+            f, secs = _compile(module16, x16, args.compile_mode)
+            v = harness.Variant(
+                "torch-compile", f"torch.compile {args.compile_mode}", _Out(f, x16), 1
+            )
+            v.result["compile_s"] = round(secs, 1)
+            variants.append(v)
+        except Exception as e:  # reported, not raised: the other variants still run
+            v = harness.Variant("torch-compile", "torch.compile", None, None)
+            v.result["error"] = f"compile failed: {str(e).splitlines()[0][:300]}"
+            variants.append(v)
+    ready = []
+    with torch.no_grad():
+        for v in variants:
+            if v.launch is None:
+                continue
+            try:
+                harness.capture(v)
+                v.kernels = v.result["kernel_nodes"]
+                if v.y is not None:
+                    out = v.launch.y
+                    out.fill_(float("nan"))
+                    v.graph.replay()
+                    torch.cuda.synchronize()
+                    v.result["rel_l2"] = _rel_l2(out.reshape(ref.shape), ref)
+                ready.append(v)
+            except Exception as e:
+                v.result["error"] = f"capture/check failed: {str(e).splitlines()[0][:300]}"
+        base = next((v for v in ready if v.name == "torch-eager"), None)
+        tol = max(TOL_FLOOR, TOL_FACTOR * (base.result["rel_l2"] if base else 0.0))
+        cell["tolerance_rel_l2"] = tol
+        for v in list(ready):
+            e = v.result.get("rel_l2")
+            if e is not None and not (e <= tol):
+                v.result["error"] = f"rel. L2 {e:.3g} > {tol:.3g} against fp64"
+                ready.remove(v)
+        if ready:
+            timed = harness.time_interleaved(ready, args.rounds, args.obs, False, seed, cupti=True)
+            harness.record_timing(ready, timed, "graph")
+            harness.record_spans(ready, timed)
+    for v in variants:
+        r = dict(v.result)
+        span = (r.get("graph") or {}).get("span_us")
+        r["span_median_us"] = span["median"] if span else None
+        cell["variants"].append(r)
+        harness.progress(
+            f"{tag}: {v.name}: "
+            + (
+                f"{r['span_median_us']:.2f} us, rel. L2 {r.get('rel_l2', 0):.2e}"
+                if r["span_median_us"] is not None
+                else f"FAILED: {r.get('error', '?')}"
+            )
+        )
+    del block, variants, ready
+    torch.cuda.synchronize()
+    return cell
+
+
+def summarize_cell(cell: dict) -> dict:
+    """rowfuse's span over the best peer's (floor excluded) and the fastest variant."""
+    spans = {
+        v["name"]: v["span_median_us"]
+        for v in cell["variants"]
+        if v.get("span_median_us") is not None and v["name"] != "empty"
+    }
+    peers = {k: s for k, s in spans.items() if k != "rowfuse"}
+    out = {"fastest": min(spans, key=spans.get) if spans else None}
+    if "rowfuse" in spans and peers:
+        best = min(peers, key=peers.get)
+        out.update(best_peer=best, ratio_to_best_peer=spans["rowfuse"] / peers[best])
+    if "rowfuse" in spans and "torch-compile" in spans:
+        out["ratio_to_compile"] = spans["rowfuse"] / spans["torch-compile"]
+    return out
+
+
+def table(doc: dict) -> str:
+    """Markdown: per kind and rows, the spans (us) and rowfuse's ratio to the best peer."""
+    names = ["empty", "rowfuse", "torch-eager", "torch-compile"]
+    lines = [
+        "| kind | rows | " + " | ".join(names) + " | rowfuse / best peer | fastest |",
+        "|---|---|" + "---|" * len(names) + "---|---|",
+    ]
+    for cell in doc["cells"]:
+        by = {v["name"]: v for v in cell["variants"]}
+
+        def fmt(n, by=by):
+            v = by.get(n)
+            if v is None:
+                return "-"
+            s = v.get("span_median_us")
+            return f"{s:.2f}" if s is not None else "FAILED"
+
+        s = cell.get("summary") or {}
+        ratio = s.get("ratio_to_best_peer")
+        r = f"{ratio:.2f}" if ratio is not None else "-"
+        lines.append(
+            f"| {cell['kind']} | {cell['rows']} | "
+            + " | ".join(fmt(n) for n in names)
+            + f" | {r} | {s.get('fastest') or '-'} |"
+        )
+    return "\n".join(lines)
+
+
+def run(args) -> dict:
+    import torch
+
+    from rowfuse.bench import harness
+
+    if not torch.cuda.is_available():
+        raise SystemExit("rowfuse.bench.chains: no CUDA device visible to torch")
+    kinds = args.kinds.split(",") if args.kinds else list(CHAIN_KINDS)
+    rows = [int(r) for r in args.rows.split(",")]
+    props = torch.cuda.get_device_properties(0)
+    doc = {
+        "tool": "rowfuse.bench.chains",
+        "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+        "git_revision": harness.git_revision(),
+        "seed": args.seed,
+        "gpu": {
+            "name": props.name,
+            "sm_count": props.multi_processor_count,
+            "torch": torch.__version__,
+            "cuda": torch.version.cuda,
+            "clocks_before": harness.gpu_clocks(),
+        },
+        "method": {
+            "rounds": args.rounds,
+            "observations": args.obs,
+            "span": "CUPTI kernel records of every timed graph replay, first kernel start to "
+            "last kernel end (rowfuse.bench.harness.time_interleaved)",
+            "compile_mode": args.compile_mode,
+            "compile": "one compile per shape (static shapes, fullgraph)",
+            "check": f"rel. L2 against the module in fp64 <= max({TOL_FLOOR:g}, "
+            f"{TOL_FACTOR:g} x PyTorch eager fp16's)",
+        },
+        "cells": [],
+        "not_run": [],
+    }
+    harness.init_profiler_for_graphs()
+    t0 = time.monotonic()
+    for i, (kind, r) in enumerate((k, r) for k in kinds for r in rows):
+        pkg = os.path.join(args.packages, package_name(kind, r))
+        if args.deadline_s and time.monotonic() - t0 > args.deadline_s:
+            doc["not_run"].append({"kind": kind, "rows": r, "why": "time budget spent"})
+            continue
+        if not os.path.isfile(os.path.join(pkg, "plan.json")):
+            doc["cells"].append(
+                {"kind": kind, "rows": r, "error": f"no package {pkg}", "variants": []}
+            )
+            continue
+        try:
+            cell = bench_cell(kind, r, pkg, args, args.seed + i)
+        except Exception as e:
+            cell = {
+                "kind": kind,
+                "rows": r,
+                "variants": [],
+                "error": f"{type(e).__name__}: {str(e).splitlines()[0][:300]}",
+            }
+            harness.progress(f"{kind} x {r}: FAILED: {cell['error']}")
+        cell["summary"] = summarize_cell(cell)
+        doc["cells"].append(cell)
+        if args.output:
+            _write(doc, args.output)
+    doc["gpu"]["clocks_after"] = harness.gpu_clocks()
+    if args.output:
+        _write(doc, args.output)
+    return doc
+
+
+def _write(doc, path):
+    tmp = path + ".tmp"
+    with open(tmp, "w") as f:
+        json.dump(doc, f, indent=1, default=float)
+    os.replace(tmp, path)
+
+
+def failures(doc: dict) -> list[str]:
+    """Cells or variants that did not produce a checked figure."""
+    bad = [f"{c['kind']} x {c['rows']}: {c['error']}" for c in doc["cells"] if c.get("error")]
+    for c in doc["cells"]:
+        for v in c["variants"]:
+            if v.get("error") and v["name"] != "empty":
+                bad.append(f"{c['kind']} x {c['rows']} {v['name']}: {v['error']}")
+    return bad
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(
+        prog="python -m rowfuse.bench.chains",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("--packages", required=True, help="folder of KIND-ROWS packages")
+    p.add_argument("--kinds", default="", help=f"default: {','.join(CHAIN_KINDS)}")
+    p.add_argument("--rows", default=",".join(map(str, ROWS)))
+    p.add_argument(
+        "--weights-map",
+        default="",
+        help="JSON of prepare_weights per package: write each weights.bin from the module first",
+    )
+    p.add_argument("--seed", type=int, default=2026)
+    p.add_argument("--rounds", type=int, default=5)
+    p.add_argument("--obs", type=int, default=200)
+    p.add_argument("--no-compile", dest="compile", action="store_false")
+    p.add_argument("--compile-mode", default="max-autotune-no-cudagraphs")
+    p.add_argument(
+        "--deadline-s",
+        type=float,
+        default=0.0,
+        help="start no new cell after this many seconds (0: none)",
+    )
+    p.add_argument("-o", "--output", default="")
+    p.add_argument("--table", default="", help="print the table of a written JSON and exit")
+    a = p.parse_args(argv)
+    if a.table:
+        print(table(json.load(open(a.table))))
+        return 0
+    doc = run(a)
+    print(table(doc))
+    bad = failures(doc)
+    for b in bad:
+        print("FAILED:", b, file=sys.stderr)
+    if doc["not_run"]:
+        print(f"not run (time budget): {len(doc['not_run'])} cells", file=sys.stderr)
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,103 @@
+"""chains: the suite of block kinds (rowfuse.blocks) against PyTorch eager and torch.compile,
+at 1, 7, 64, 1,000 and 16,384 rows (rowfuse.bench.chains).
+
+Here: each kind exported once (`python -m rowfuse.export rowfuse.blocks:KIND`), compiled
+at every row count (`rowfuse compile KIND.onnx --rows R`: the plan's tile and schedule
+depend on the rows), and each package's weight map (rowfuse.bench.chains.prepare_weights:
+which module parameter every slice of weights.bin holds, checked by rebuilding the file
+byte for byte), so no weights.bin is carried. There: `python -m rowfuse.bench.chains`,
+which rewrites each weights.bin from the module before loading it, in one process, under
+CHAINS_TIMEOUT seconds (default 540; it starts no new cell in its last 90 s and keeps what
+it finished). CHAINS_KINDS and CHAINS_ROWS narrow the set (comma-separated).
+"""
+
+from __future__ import annotations
+
+import os
+
+from . import common as c
+
+
+def _kinds():
+    from rowfuse.bench import chains
+
+    return os.environ.get("CHAINS_KINDS", ",".join(chains.CHAIN_KINDS)).split(",")
+
+
+def _rows():
+    from rowfuse.bench import chains
+
+    return [
+        int(r) for r in os.environ.get("CHAINS_ROWS", ",".join(map(str, chains.ROWS))).split(",")
+    ]
+
+
+def prepare(jobs: int, stamp: str) -> dict:
+    from rowfuse.bench import chains
+
+    kinds, rows = _kinds(), _rows()
+    c.say(f"== chains: {len(kinds)} kinds x {len(rows)} row counts")
+    onnx_dir = c.WORK / "chains"
+    onnx_dir.mkdir(parents=True, exist_ok=True)
+    specs = []
+    for k in kinds:
+        model = onnx_dir / f"{k}.onnx"
+        rc, out, _, _ = c.sh(
+            ["python3", "-m", "rowfuse.export", f"rowfuse.blocks:{k}", "-o", model],
+            env=c.compile_env(),
+        )
+        if rc != 0:
+            raise c.Failed(f"chains: export of {k} failed: {out.strip()[-300:]}")
+        specs += [(chains.package_name(k, r), [model, "--rows", str(r)], False) for r in rows]
+    recs = c.compile_many(specs, jobs, stamp)
+    bad = [r for r in recs.values() if r["status"] != "ok"]
+    if bad:
+        raise c.Failed(f"chains: {bad[0]['name']} did not compile: {bad[0]['detail']}")
+    wmaps = {}
+    for name, rec in recs.items():
+        kind = name.rsplit("-", 1)[0]
+        wmaps[name] = chains.prepare_weights(kind, str(c.CACHE / rec["cache"]))
+    c.write_json(c.PKGS / "chains-weights.json", wmaps)
+    secs = {n: r["seconds"] for n, r in recs.items()}
+    return {"kinds": kinds, "rows": rows, "packages": recs, "compile_seconds": secs}
+
+
+def run(r: c.Run) -> None:
+    m = r.manifest("chains")
+    if m is None:
+        return
+    d = r.work / "chains"
+    d.mkdir(parents=True, exist_ok=True)
+    limit = int(os.environ.get("CHAINS_TIMEOUT", "540"))
+    js = d / "chains.json"
+    ok, _, text = r.cmd(
+        "chains",
+        "suite against PyTorch and torch.compile",
+        [
+            "timeout",
+            "-s",
+            "INT",
+            str(limit),
+            "python3",
+            "-m",
+            "rowfuse.bench.chains",
+            "--packages",
+            c.PKGS,
+            "--weights-map",
+            c.PKGS / "chains-weights.json",
+            "--kinds",
+            ",".join(m["kinds"]),
+            "--rows",
+            ",".join(map(str, m["rows"])),
+            "--deadline-s",
+            str(max(0, limit - 90)),
+            "-o",
+            js,
+        ],
+        "chains.log",
+        limit + 60,
+    )
+    if js.is_file():
+        r.primary.append(js)
+        lines = [ln for ln in text.splitlines() if ln.startswith("|")]
+        r.subs["chains"] = {"table": "\n".join(lines)}

@@ -1,0 +1,93 @@
+"""The suite benchmark's CPU half (rowfuse.bench.chains): a package's weights.bin rebuilt
+from the module through its weight map, byte for byte, and refused when a slice is no
+parameter of the module; the ratios and the table from a closed-form cell. The timing
+half runs on the GPU (tests/gpu/gpu run chains). Needs the rowfuse binary (RF_BIN),
+torch + onnx and the CuTe DSL (the generator)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import numpy as np
+import pytest
+
+pytest.importorskip("torch")
+pytest.importorskip("onnx")
+
+from cli_util import rowfuse  # noqa: E402
+from rowfuse import blocks  # noqa: E402
+from rowfuse.bench import chains  # noqa: E402
+from rowfuse.export import export  # noqa: E402
+
+
+@pytest.fixture(scope="module", params=["gpt2_ffn", "llama_ffn"])
+def package(request, tmp_path_factory):
+    """A small chain package: pre-LN GELU FFN (LayerNorm gain and shift, biases) or
+    SwiGLU with RMSNorm (a gated stage, no biases)."""
+    pytest.importorskip("cutlass")
+    kind = request.param
+    tmp = tmp_path_factory.mktemp(kind)
+    module, ex = blocks.make(kind, small=True)
+    model = export(module, ex, ex.shape[0], str(tmp / f"{kind}.onnx"))
+    p = rowfuse("compile", model, "-o", tmp / "pkg")
+    assert p.returncode == 0, p.stdout + p.stderr
+    return kind, tmp / "pkg"
+
+
+def test_weights_rebuilt_from_the_module(package, tmp_path):
+    kind, pkg = package
+    got = chains.prepare_weights(kind, str(pkg), small=True)
+    params = {e["param"] for e in got["map"]}
+    module, _ = blocks.make(kind, small=True)
+    # every parameter of the block is in the map (weights, biases, norm gains and shifts)
+    assert params == {n for n, _ in module.named_parameters()}, params
+    # the map rebuilds the file for another module's values: the runtime's check passes
+    copy = tmp_path / "pkg"
+    shutil.copytree(pkg, copy)
+    plan = json.loads((copy / "plan.json").read_text())
+    (copy / "weights.bin").unlink()
+    chains.write_weights(module, str(copy), got["map"], plan["chain"], got["size"])
+    assert (copy / "weights.bin").read_bytes() == (pkg / "weights.bin").read_bytes()
+
+
+def test_a_slice_that_is_no_parameter_is_refused(package, tmp_path):
+    kind, pkg = package
+    copy = tmp_path / "pkg"
+    shutil.copytree(pkg, copy)
+    plan = json.loads((copy / "plan.json").read_text())
+    ch = plan["chain"]
+    raw = np.fromfile(copy / "weights.bin", dtype=np.uint8)
+    wh = raw[ch["wh_offset"] : ch["wh_offset"] + 2 * ch["wh_elems"]].view(np.float16)
+    first = next(s for s in ch["stages"] if s["op"] in ("linear", "gated"))
+    off = first["w"] if first["op"] == "linear" else first["wg"]
+    wh[off + 3] = np.float16(wh[off + 3] + np.float16(0.5))  # one weight changed
+    raw.tofile(copy / "weights.bin")
+    with pytest.raises(ValueError, match="is no parameter"):
+        chains.prepare_weights(kind, str(copy), small=True)
+
+
+def test_summary_and_table_of_a_cell():
+    cell = {
+        "kind": "gpt2_ffn",
+        "rows": 7,
+        "variants": [
+            {"name": "empty", "span_median_us": 1.0},
+            {"name": "rowfuse", "span_median_us": 6.0},
+            {"name": "torch-eager", "span_median_us": 20.0},
+            {"name": "torch-compile", "span_median_us": 12.0},
+        ],
+    }
+    s = chains.summarize_cell(cell)
+    assert s == {
+        "fastest": "rowfuse",
+        "best_peer": "torch-compile",
+        "ratio_to_best_peer": 0.5,
+        "ratio_to_compile": 0.5,
+    }
+    cell["summary"] = s
+    failed = dict(cell, rows=64, variants=[{"name": "rowfuse", "error": "x"}], summary={})
+    t = chains.table({"cells": [cell, failed]}).splitlines()
+    assert t[2] == "| gpt2_ffn | 7 | 1.00 | 6.00 | 20.00 | 12.00 | 0.50 | rowfuse |"
+    assert t[3] == "| gpt2_ffn | 64 | - | FAILED | - | - | - | - |"
+    assert chains.failures({"cells": [failed]}) == ["gpt2_ffn x 64 rowfuse: x"]
