@@ -97,6 +97,11 @@ def test_a_fault_without_a_site_is_refused_by_the_generator(tmp_path, correct):
     assert e.value.returncode != 0
     k, out = build_one(tmp_path, correct, "fused_gmem", "no_barrier")  # it has the site
     assert (out / "kernels" / f"{k['name']}.ptx").exists()
+    # a launcher fault is in the shim: every kernel accepts it, its code unchanged
+    k, out = build_one(tmp_path, correct, "proj2", "stream_legacy")
+    assert (out / "kernels" / f"{k['name']}.ptx").read_text() == kernel_file(
+        correct, "proj2", "ptx"
+    )
 
 
 CLOCK = re.compile(r"mov\.u64\s+%rd\d+, %clock64;")
