@@ -167,11 +167,15 @@ rf_status_t rf_chain_stream_plan_make(const rf_chain_t *c, int64_t rows, const r
     /* The row tile: the smallest of 16, 32, 64 holding the rows (64 above), then the deepest
      * ring that fits; a smaller tile when none does. */
     static const int tiles[] = {16, 32, 64};
+    /* the block's weight tiles (W1's, then W2's): a ring deeper than that is never filled */
+    int64_t wtiles = (p->slice / p->n_chunk1) * (up(s->c, p->k_chunk1) / p->k_chunk1) +
+                     (p->slice / p->k_chunk2) * p->n_chunks2;
+    int max_buffers = wtiles + 1 < RF_STREAM_MAX_BUFFERS ? (int)wtiles + 1 : RF_STREAM_MAX_BUFFERS;
     int first = 0;
     while (first < 2 && tiles[first] < rows)
         first++;
     for (int i = first; i >= 0; i--)
-        for (int buffers = 4; buffers >= 2; buffers--) {
+        for (int buffers = max_buffers; buffers >= 2; buffers--) {
             layout(p, tiles[i], buffers);
             if (p->smem_bytes <= t->smem_per_block)
                 goto fits;

@@ -50,6 +50,10 @@
 #define RF_STREAM_MMA_FIXED_US 4.0     /* chain_mma's fixed cost */
 #define RF_STREAM_MAX_ROWS 64          /* auto: the schedule is a decode schedule */
 #define RF_STREAM_MIN_WEIGHT (4 << 20) /* auto: below 4 MB of weights chain_mma stays */
+/* The weight ring: the deepest that fits, up to this many buffers (about 8 KB each per
+ * matrix): 64 KB or more in flight per SM, what one SM needs to draw its share of the
+ * device's copy rate over the memory latency */
+#define RF_STREAM_MAX_BUFFERS 12
 
 typedef struct rf_chain_stream_shape {
     int norm;   /* stage index of the norm, -1: none */

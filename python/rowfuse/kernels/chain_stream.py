@@ -50,6 +50,10 @@ from rowfuse.kernels.chain_mma import _act, _int, _stage_from_spec
 from rowfuse.kernels.rowfuse_kernels import SpecError, TileOps, _vec_elems
 
 MODE = "chain_stream"
+# The ordered reduction keeps up to REDUCE_BATCH blocks' partial loads in flight, within
+# REDUCE_REGS registers a thread
+REDUCE_BATCH = 8
+REDUCE_REGS = 64
 FAULTS = ("", "stream_no_fence", "stream_early_reduce")
 
 
@@ -636,14 +640,24 @@ class StreamKernel(TileOps):
                 if r < nrows and col < N:
                     at[e] = (row0 + r) * N + col
             step = rows * N  # one block's partials
-            for b in cutlass.range(B, unroll=1):
-                for e in cutlass.range_constexpr(per):
-                    if at[e] >= 0:
-                        part = mS[b * step + at[e]]
-                        if b == 0:
-                            acc[e] = part
-                        else:
-                            acc[e] = acc[e] + part
+            # block 0's partial, then the others in order, REDUCE_BATCH blocks' loads in
+            # flight before their adds (the order of the adds, and so the result, is the
+            # same as one block at a time; the loads no longer wait for each other)
+            for e in cutlass.range_constexpr(per):
+                if at[e] >= 0:
+                    acc[e] = mS[at[e]]
+            U = max(1, min(REDUCE_BATCH, REDUCE_REGS // per))
+            vals = cute.make_rmem_tensor(cute.make_layout(U * per), f32)
+            for bb in cutlass.range((B - 1 + U - 1) // U, unroll=1):
+                b0 = 1 + bb * U
+                for u in cutlass.range_constexpr(U):
+                    for e in cutlass.range_constexpr(per):
+                        if at[e] >= 0 and b0 + u < B:
+                            vals[u * per + e] = mS[(b0 + u) * step + at[e]]
+                for u in cutlass.range_constexpr(U):
+                    for e in cutlass.range_constexpr(per):
+                        if at[e] >= 0 and b0 + u < B:
+                            acc[e] = acc[e] + vals[u * per + e]
             for e in cutlass.range_constexpr(per):
                 idx = tid + e * p.threads
                 r = idx // nc
