@@ -43,7 +43,7 @@ def prepare(jobs: int, stamp: str) -> dict:
     for k in kinds:
         model = onnx_dir / f"{k}.onnx"
         rc, out, _, _ = c.sh(
-            ["python3", "-m", "rowfuse.export", f"rowfuse.blocks:{k}", "-o", model],
+            ["python3", "-m", "rowfuse.export", f"rowfuse.blocks:{k}", "--rows", "64", "-o", model],
             env=c.compile_env(),
         )
         if rc != 0:
