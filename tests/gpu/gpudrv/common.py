@@ -135,11 +135,12 @@ def revision() -> str:
 
 
 def source_stamp() -> str:
-    """A hash of every source a package depends on: the planner, the package writer, the
-    compile command, the public headers and the kernel generator. A cached package made
-    from other sources is rebuilt."""
+    """A hash of every source a package depends on: the planner, the chain matcher and
+    loader, the package writer, the compile command, the public headers and the kernel
+    generator. A cached package made from other sources is rebuilt."""
     pats = [
         "src/compile/*.[ch]",
+        "src/chain/*.[ch]",
         "src/plan/*.[ch]",
         "src/pkg/*.[ch]",
         "src/cli/cmd_compile.c",
