@@ -21,6 +21,30 @@ const char *rf_chain_fn_name(rf_chain_fn_t fn) {
     return (int)fn >= 0 && fn < RF_CHAIN_FN_COUNT_ ? rf_chain_fn_names[fn] : "?";
 }
 
+#define RF_CHAIN_NORM_ROW_(e, name, flags) {name, flags},
+static const struct {
+    const char *name;
+    unsigned flags;
+} rf_chain_norms[] = {RF_CHAIN_NORM_LIST(RF_CHAIN_NORM_ROW_)};
+#undef RF_CHAIN_NORM_ROW_
+
+const char *rf_chain_norm_name(rf_chain_norm_kind_t kind) {
+    return (int)kind >= 0 && kind < RF_CHAIN_NORM_COUNT_ ? rf_chain_norms[kind].name : "?";
+}
+
+unsigned rf_chain_norm_flags(rf_chain_norm_kind_t kind) {
+    return (int)kind >= 0 && kind < RF_CHAIN_NORM_COUNT_ ? rf_chain_norms[kind].flags : 0u;
+}
+
+int rf_chain_norm_parse(const char *name, rf_chain_norm_kind_t *out_kind) {
+    for (int i = 0; name && i < RF_CHAIN_NORM_COUNT_; i++)
+        if (!strcmp(name, rf_chain_norms[i].name)) {
+            *out_kind = (rf_chain_norm_kind_t)i;
+            return 1;
+        }
+    return 0;
+}
+
 const char *rf_chain_epi_name(rf_chain_epi_op_t op) {
     return op == RF_CHAIN_EPI_ACT ? "act" : op == RF_CHAIN_EPI_ADD ? "add" : "mul";
 }
@@ -205,10 +229,17 @@ rf_status_t rf_chain_validate(const rf_chain_t *c) {
             break;
         case RF_CHAIN_NORM:
             RF_RETURN_IF_ERROR_PLAIN(rf_chain_check_operand(c, s, st->src, w, "the input"));
+            if ((int)st->norm < 0 || st->norm >= RF_CHAIN_NORM_COUNT_)
+                return RF_ERR(RF_CODE_INVALID_ARGUMENT, "stage %d (norm): kind %d", s,
+                              (int)st->norm);
             if (!(st->eps >= 0.0) || !isfinite(st->eps))
                 return RF_ERR(RF_CODE_INVALID_ARGUMENT, "stage %d (norm): epsilon %g", s, st->eps);
-            if (st->norm == RF_CHAIN_RMSNORM && st->beta)
-                return RF_ERR(RF_CODE_INVALID_ARGUMENT, "stage %d: RMSNorm has no beta", s);
+            if (st->gamma && !(rf_chain_norm_flags(st->norm) & RF_CHAIN_NORM_GAMMA))
+                return RF_ERR(RF_CODE_INVALID_ARGUMENT, "stage %d: %s has no gamma", s,
+                              rf_chain_norm_name(st->norm));
+            if (st->beta && !(rf_chain_norm_flags(st->norm) & RF_CHAIN_NORM_BETA))
+                return RF_ERR(RF_CODE_INVALID_ARGUMENT, "stage %d: %s has no beta", s,
+                              rf_chain_norm_name(st->norm));
             break;
         default:
             return RF_ERR(RF_CODE_INVALID_ARGUMENT, "stage %d: kind %d", s, (int)st->op);
@@ -444,8 +475,10 @@ void rf_chain_describe(const rf_chain_t *c, char *buf, size_t size) {
             RF_PUT(" v%d %s v%d", st->src, st->op == RF_CHAIN_ADD ? "+" : "*", st->src2);
             break;
         case RF_CHAIN_NORM:
-            RF_PUT(" %s(v%d) eps %g%s%s", st->norm == RF_CHAIN_LAYERNORM ? "layernorm" : "rmsnorm",
-                   st->src, st->eps, st->gamma ? " gamma" : "", st->beta ? " beta" : "");
+            RF_PUT(" %s(v%d)", rf_chain_norm_name(st->norm), st->src);
+            if (rf_chain_norm_flags(st->norm) & RF_CHAIN_NORM_EPS)
+                RF_PUT(" eps %g", st->eps);
+            RF_PUT("%s%s", st->gamma ? " gamma" : "", st->beta ? " beta" : "");
             break;
         default:
             break;

@@ -11,7 +11,7 @@
  *   act     dst = F(src)
  *   add     dst = a + b
  *   norm    dst = LayerNorm(src; eps, gamma?, beta?) or RMSNorm(src; eps, gamma?) over the
- *           features
+ *           features (RF_CHAIN_NORM_LIST)
  * and, only between matching and fusion (rf_chain_fuse folds it into a linear's epilogue or
  * a gated stage; a chain that keeps one is refused), mul dst = a * b.
  *
@@ -71,10 +71,26 @@ typedef enum rf_chain_epi_op {
     RF_CHAIN_EPI_MUL,
 } rf_chain_epi_op_t;
 
+/* The normalizations over a row's features: the one table every reader and writer of the
+ * kind uses (the package's "kind" name, which parameters it has). Flags: EPS (a positive
+ * epsilon), GAMMA (an optional per-feature gain), BETA (an optional per-feature shift),
+ * STREAM (the weight-streaming kernel computes it before its first linear). Adding a kind:
+ * its line here, its pattern in match.c, its reference and bound in ref.c and its code in
+ * the generator (python/rowfuse/kernels/chain_mma.py). */
+#define RF_CHAIN_NORM_EPS 1u
+#define RF_CHAIN_NORM_GAMMA 2u
+#define RF_CHAIN_NORM_BETA 4u
+#define RF_CHAIN_NORM_STREAM 8u
+#define RF_CHAIN_NORM_LIST(X)                                                                      \
+    X(LAYERNORM, "layernorm",                                                                      \
+      RF_CHAIN_NORM_EPS | RF_CHAIN_NORM_GAMMA | RF_CHAIN_NORM_BETA | RF_CHAIN_NORM_STREAM)         \
+    X(RMSNORM, "rmsnorm", RF_CHAIN_NORM_EPS | RF_CHAIN_NORM_GAMMA | RF_CHAIN_NORM_STREAM)
+
+#define RF_CHAIN_NORM_ENUM_(e, name, flags) RF_CHAIN_##e,
 typedef enum rf_chain_norm_kind {
-    RF_CHAIN_LAYERNORM = 0,
-    RF_CHAIN_RMSNORM,
+    RF_CHAIN_NORM_LIST(RF_CHAIN_NORM_ENUM_) RF_CHAIN_NORM_COUNT_
 } rf_chain_norm_kind_t;
+#undef RF_CHAIN_NORM_ENUM_
 
 typedef struct rf_chain_epi {
     rf_chain_epi_op_t op;
@@ -142,6 +158,10 @@ void rf_chain_assign_dtypes(rf_chain_t *chain);
 
 const char *rf_chain_op_name(rf_chain_op_t op);      /* "linear", "gated", ... */
 const char *rf_chain_fn_name(rf_chain_fn_t fn);      /* "relu", "gelu_erf", ... */
+const char *rf_chain_norm_name(rf_chain_norm_kind_t kind); /* "layernorm", ... */
+unsigned rf_chain_norm_flags(rf_chain_norm_kind_t kind);   /* RF_CHAIN_NORM_* */
+/* The kind named `name`; 0 when there is none. */
+int rf_chain_norm_parse(const char *name, rf_chain_norm_kind_t *out_kind);
 const char *rf_chain_epi_name(rf_chain_epi_op_t op); /* "act", "add", "mul" */
 /* -1 when unknown. */
 int rf_chain_fn_from_name(const char *name);

@@ -183,15 +183,18 @@ static rf_status_t read_stage(rf_loader_t *l, const cJSON *so, int s, const int6
         const char *nk = "";
         const cJSON *eps = cJSON_GetObjectItemCaseSensitive(so, "eps");
         RF_RETURN_IF_ERROR_PLAIN(str(l, so, where, "kind", &nk));
-        if (strcmp(nk, "layernorm") && strcmp(nk, "rmsnorm"))
+        if (!rf_chain_norm_parse(nk, &st->norm))
             return RF_ERR(RF_CODE_PARSE_ERROR, "%s: %s\"kind\" is '%s'", l->path, where, nk);
-        st->norm = !strcmp(nk, "layernorm") ? RF_CHAIN_LAYERNORM : RF_CHAIN_RMSNORM;
-        if (!cJSON_IsNumber(eps) || !(eps->valuedouble > 0.0))
-            return RF_ERR(RF_CODE_PARSE_ERROR, "%s: %s\"eps\" must be a positive number", l->path,
-                          where);
-        st->eps = eps->valuedouble;
-        RF_RETURN_IF_ERROR_PLAIN(take_v(l, so, where, "gamma", w, &st->gamma));
-        if (st->norm == RF_CHAIN_LAYERNORM)
+        unsigned flags = rf_chain_norm_flags(st->norm);
+        if (flags & RF_CHAIN_NORM_EPS) {
+            if (!cJSON_IsNumber(eps) || !(eps->valuedouble > 0.0))
+                return RF_ERR(RF_CODE_PARSE_ERROR, "%s: %s\"eps\" must be a positive number",
+                              l->path, where);
+            st->eps = eps->valuedouble;
+        }
+        if (flags & RF_CHAIN_NORM_GAMMA)
+            RF_RETURN_IF_ERROR_PLAIN(take_v(l, so, where, "gamma", w, &st->gamma));
+        if (flags & RF_CHAIN_NORM_BETA)
             RF_RETURN_IF_ERROR_PLAIN(take_v(l, so, where, "beta", w, &st->beta));
         break;
     }

@@ -353,7 +353,9 @@ static rf_status_t absorb_affine(rf_matcher_t *m, rf_chain_stage_t *st, int *io,
             continue;
         if (pass == 0 && st->gamma)
             continue;
-        if (pass == 1 && (st->beta || st->norm == RF_CHAIN_RMSNORM))
+        if (pass == 0 && !(rf_chain_norm_flags(st->norm) & RF_CHAIN_NORM_GAMMA))
+            continue;
+        if (pass == 1 && (st->beta || !(rf_chain_norm_flags(st->norm) & RF_CHAIN_NORM_BETA)))
             continue;
         int other = n->inputs[0] == *io ? n->inputs[1] : n->inputs[0];
         if (mapped(m, other) || !const_vector(m, other, w) || !row_shaped(m, n->outputs[0], w))

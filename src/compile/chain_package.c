@@ -157,12 +157,14 @@ static void write_stage(rf_json_writer_t *w, const rf_chain_plan_t *p, int s) {
         rf_json_key_int(w, "dst", st->dst);
         break;
     case RF_CHAIN_NORM:
-        rf_json_key_string(w, "kind", st->norm == RF_CHAIN_LAYERNORM ? "layernorm" : "rmsnorm");
+        rf_json_key_string(w, "kind", rf_chain_norm_name(st->norm));
         rf_json_key_int(w, "src", st->src);
         rf_json_key_int(w, "dst", st->dst);
-        rf_json_key_double(w, "eps", st->eps);
-        rf_json_key_int(w, "gamma", sp->gamma);
-        if (st->norm == RF_CHAIN_LAYERNORM)
+        if (rf_chain_norm_flags(st->norm) & RF_CHAIN_NORM_EPS)
+            rf_json_key_double(w, "eps", st->eps);
+        if (rf_chain_norm_flags(st->norm) & RF_CHAIN_NORM_GAMMA)
+            rf_json_key_int(w, "gamma", sp->gamma);
+        if (rf_chain_norm_flags(st->norm) & RF_CHAIN_NORM_BETA)
             rf_json_key_int(w, "beta", sp->beta);
         break;
     default:

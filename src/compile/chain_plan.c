@@ -250,7 +250,8 @@ rf_status_t rf_chain_plan_make(const rf_chain_t *c, int64_t rows, const rf_targe
                           "stage %d: a mul stage is not in the plan's stage "
                           "kinds (it must be fused first)",
                           s);
-        if (st->op == RF_CHAIN_NORM && !(st->eps > 0.0))
+        if (st->op == RF_CHAIN_NORM && (rf_chain_norm_flags(st->norm) & RF_CHAIN_NORM_EPS) &&
+            !(st->eps > 0.0))
             return RF_ERR(RF_CODE_UNSUPPORTED,
                           "stage %d (norm): epsilon %g; the kernels need a positive epsilon", s,
                           st->eps);

@@ -26,6 +26,11 @@ rf_status_t rf_chain_stream_shape(const rf_chain_t *c, rf_chain_stream_shape_t *
     o->norm = -1;
     int s = 0, src = 0;
     if (c->n_stages > 0 && c->stages[0].op == RF_CHAIN_NORM && c->stages[0].src == 0) {
+        if (!(rf_chain_norm_flags(c->stages[0].norm) & RF_CHAIN_NORM_STREAM))
+            return RF_ERR(RF_CODE_UNSUPPORTED,
+                          "the streaming schedule computes LayerNorm or RMSNorm before its "
+                          "first linear, not %s",
+                          rf_chain_norm_name(c->stages[0].norm));
         o->norm = 0;
         src = c->stages[0].dst;
         s = 1;

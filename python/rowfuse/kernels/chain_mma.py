@@ -60,6 +60,9 @@ from rowfuse.kernels.rowfuse_kernels import SpecError, TileOps, _vec_elems
 
 MODE = "chain_mma"
 ACTS = ("relu", "gelu_erf", "gelu_tanh", "silu", "sigmoid", "tanh", "identity")
+# The norm kinds (src/chain/chain.h's RF_CHAIN_NORM_LIST) and the parameters each has in
+# the spec; norm_stage computes them
+NORMS = {"layernorm": ("eps", "gamma", "beta"), "rmsnorm": ("eps", "gamma")}
 EPILOGUE_OPS = ("act", "add", "mul")
 # k chunks of a matmul stage unrolled; more are a loop (compile time and code size)
 UNROLL_K = 4
@@ -104,7 +107,7 @@ class Stage:
     bg: int = -1
     bu: int = -1
     epilogue: tuple = ()  # ((op, fn_or_src), ...)
-    kind: str = ""  # norm: layernorm | rmsnorm
+    kind: str = ""  # norm: a key of NORMS
     eps: float = 0.0
     gamma: int = -1
     beta: int = -1
@@ -175,22 +178,25 @@ def _stage_from_spec(s: dict, i: int, name: str) -> Stage:
         )
     if op == "norm":
         kind = s.get("kind")
-        if kind not in ("layernorm", "rmsnorm"):
-            raise SpecError(f"{where}: norm kind {kind!r}; expected layernorm or rmsnorm")
-        eps = s.get("eps")
-        if not isinstance(eps, (int, float)) or isinstance(eps, bool) or not eps > 0:
+        if kind not in NORMS:
+            raise SpecError(f"{where}: norm kind {kind!r}; expected one of {', '.join(NORMS)}")
+        params = NORMS[kind]
+        eps = s.get("eps") if "eps" in params else 0.0
+        if "eps" in params and (
+            not isinstance(eps, (int, float)) or isinstance(eps, bool) or not eps > 0
+        ):
             raise SpecError(f"{where}: norm eps {eps!r}; expected a positive number")
-        beta = _int(s, "beta", where) if "beta" in s else -1
-        if kind == "rmsnorm" and beta >= 0:
-            raise SpecError(f"{where}: an rmsnorm has no beta")
+        for key in ("gamma", "beta"):
+            if key not in params and key in s and _int(s, key, where) >= 0:
+                raise SpecError(f"{where}: a {kind} has no {key}")
         return Stage(
             op=op,
             kind=kind,
             src=_int(s, "src", where),
             dst=_int(s, "dst", where),
             eps=float(eps),
-            gamma=_int(s, "gamma", where),
-            beta=beta,
+            gamma=_int(s, "gamma", where) if "gamma" in params else -1,
+            beta=_int(s, "beta", where) if "beta" in params and "beta" in s else -1,
         )
     raise SpecError(f"{where}: unknown stage op {op!r}")
 

@@ -212,6 +212,10 @@ class StreamPlan:
             raise SpecError(f"{n}: tile_rows {self.tile_rows} / warps {self.warps} unsupported")
         if nm is not None and (nm.op != "norm" or nm.src != 0):
             raise SpecError(f"{n}: stage 0 must be a norm of X")
+        if nm is not None and nm.kind not in ("layernorm", "rmsnorm"):
+            raise SpecError(
+                f"{n}: the streaming kernel computes layernorm or rmsnorm, not {nm.kind}"
+            )
         src = 1 if nm is not None else 0
         if f.op not in ("linear", "gated") or f.src != src or f.k != self.in_width:
             raise SpecError(f"{n}: the first stage must be a linear or gated stage of value {src}")
