@@ -17,6 +17,7 @@ Kinds (KINDS lists them with their real and CI widths):
   res_mlp_gelu  residual MLP with GELU: x + fc2(gelu(fc1(x)))
   res_mlp_silu  residual MLP with SiLU: x + fc2(silu(fc1(x)))
   classifier    LN, a hidden layer with ReLU, a head to 10 classes
+  classifier_probs  the same, its logits through a softmax over the classes
   stacked       two residual MLPs (ReLU) one after the other
   residual_mlp  the reference block: relu(fc2(relu(fc1(x))) + x)
 """
@@ -126,14 +127,16 @@ class ResMLP(nn.Module):
 
 
 class Classifier(nn.Module):
-    def __init__(self, c=256, h=512, classes=10):
+    def __init__(self, c=256, h=512, classes=10, probs=False):
         super().__init__()
         self.ln = nn.LayerNorm(c)
         self.fc = nn.Linear(c, h)
         self.head = nn.Linear(h, classes)
+        self.probs = probs
 
     def forward(self, x):
-        return self.head(torch.relu(self.fc(self.ln(x))))
+        y = self.head(torch.relu(self.fc(self.ln(x))))
+        return torch.softmax(y, dim=-1) if self.probs else y
 
 
 class Stacked(nn.Module):
@@ -174,6 +177,11 @@ KINDS = {
         {"c": 64, "h": 256, "act": "silu"},
     ),
     "classifier": (Classifier, {"c": 256, "h": 512}, {"c": 64, "h": 128}),
+    "classifier_probs": (
+        Classifier,
+        {"c": 256, "h": 512, "probs": True},
+        {"c": 64, "h": 128, "probs": True},
+    ),
     "stacked": (Stacked, {"c": 128, "h": 256}, {"c": 64, "h": 96}),
     "residual_mlp": (ResidualMLP, {"c": 48, "h": 96}, {"c": 48, "h": 96}),
 }

@@ -10,8 +10,8 @@
  *   gated   dst = F(src @ Wg + bg) * (src @ Wu + bu)
  *   act     dst = F(src)
  *   add     dst = a + b
- *   norm    dst = LayerNorm(src; eps, gamma?, beta?) or RMSNorm(src; eps, gamma?) over the
- *           features (RF_CHAIN_NORM_LIST)
+ *   norm    dst = LayerNorm(src; eps, gamma?, beta?), RMSNorm(src; eps, gamma?) or
+ *           Softmax(src) over the features (RF_CHAIN_NORM_LIST)
  * and, only between matching and fusion (rf_chain_fuse folds it into a linear's epilogue or
  * a gated stage; a chain that keeps one is refused), mul dst = a * b.
  *
@@ -84,7 +84,8 @@ typedef enum rf_chain_epi_op {
 #define RF_CHAIN_NORM_LIST(X)                                                                      \
     X(LAYERNORM, "layernorm",                                                                      \
       RF_CHAIN_NORM_EPS | RF_CHAIN_NORM_GAMMA | RF_CHAIN_NORM_BETA | RF_CHAIN_NORM_STREAM)         \
-    X(RMSNORM, "rmsnorm", RF_CHAIN_NORM_EPS | RF_CHAIN_NORM_GAMMA | RF_CHAIN_NORM_STREAM)
+    X(RMSNORM, "rmsnorm", RF_CHAIN_NORM_EPS | RF_CHAIN_NORM_GAMMA | RF_CHAIN_NORM_STREAM)          \
+    X(SOFTMAX, "softmax", 0u)
 
 #define RF_CHAIN_NORM_ENUM_(e, name, flags) RF_CHAIN_##e,
 typedef enum rf_chain_norm_kind {
@@ -156,8 +157,8 @@ rf_status_t rf_chain_fuse(rf_chain_t *chain, const rf_graph_t *graph_for_message
 /* The precision rule above. */
 void rf_chain_assign_dtypes(rf_chain_t *chain);
 
-const char *rf_chain_op_name(rf_chain_op_t op);      /* "linear", "gated", ... */
-const char *rf_chain_fn_name(rf_chain_fn_t fn);      /* "relu", "gelu_erf", ... */
+const char *rf_chain_op_name(rf_chain_op_t op);            /* "linear", "gated", ... */
+const char *rf_chain_fn_name(rf_chain_fn_t fn);            /* "relu", "gelu_erf", ... */
 const char *rf_chain_norm_name(rf_chain_norm_kind_t kind); /* "layernorm", ... */
 unsigned rf_chain_norm_flags(rf_chain_norm_kind_t kind);   /* RF_CHAIN_NORM_* */
 /* The kind named `name`; 0 when there is none. */

@@ -397,6 +397,22 @@ static rf_status_t match_norm(rf_matcher_t *m, int k, int *out_matched) {
         return RF_OK;
     int64_t w = m->c->values[m->vmap[v]].width;
     int nodes[16], n_nodes = 0;
+    if (n->op == RF_OP_SOFTMAX) {
+        int rank = vl(m, v)->shape.rank;
+        int64_t axis = rf_node_attr_int(n, "axis", -1);
+        if (axis != -1 && axis != rank - 1)
+            return refuse(m, k,
+                          "Softmax over axis %lld: a softmax stage normalizes the features (the "
+                          "last axis, %d) of each row",
+                          (long long)axis, rank - 1);
+        rf_chain_stage_t *st;
+        RF_RETURN_IF_ERROR_PLAIN(new_stage(m, RF_CHAIN_NORM, n->outputs[0], k, &st));
+        st->src = m->vmap[v];
+        st->norm = RF_CHAIN_SOFTMAX;
+        m->done[k] = 1;
+        *out_matched = 1;
+        return RF_OK;
+    }
     if (n->op == RF_OP_LAYER_NORM || n->op == RF_OP_RMS_NORM) {
         int rank = vl(m, v)->shape.rank;
         int64_t axis = rf_node_attr_int(n, "axis", -1);
@@ -809,12 +825,6 @@ static rf_status_t match_binary(rf_matcher_t *m, int k, int *out_matched) {
 static rf_status_t refuse_node(const rf_matcher_t *m, int k) {
     const rf_node_t *n = nd(m, k);
     switch (n->op) {
-    case RF_OP_SOFTMAX:
-        return refuse(m, k,
-                      "Softmax over features is not a stage rowfuse compiles (it compiles "
-                      "linear, gated linear, relu/gelu/silu/sigmoid/tanh, residual add, "
-                      "LayerNorm and RMSNorm); leave the softmax outside the block and compile "
-                      "the block before it");
     case RF_OP_REDUCE_MEAN:
     case RF_OP_REDUCE_SUM:
     case RF_OP_REDUCE_MAX:

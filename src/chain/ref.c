@@ -14,7 +14,9 @@
  *   norm     the statistics recomputed from the reference's row (the data-dependent gain
  *            1/sigma is computed here): the error of the mean and of the variance (or mean
  *            square) from the input errors and the reduction's fp32 error, carried through
- *            rsqrt at the lowest variance the errors allow;
+ *            rsqrt at the lowest variance the errors allow; softmax: the exact softmax of
+ *            inputs anywhere in their intervals (monotone in each), then the kernel's fp32
+ *            exp, sum and division (rf_softmax_row);
  *   store    rounding to the value's dtype is monotone, so a kernel value within e of t
  *            rounds into [rnd(t - e), rnd(t + e)]: the bound after the store is the larger
  *            distance of those two from c.
@@ -165,6 +167,47 @@ static void rf_norm_row(const rf_chain_stage_t *st, int64_t C, const double *xc,
     }
 }
 
+/* Softmax over a row of C values known within ex, and its bound. The kernel: m = the max of
+ * its values; d_j = fl(x_j - m); p_j = its fp32 exp(d_j); s = their fp32 sum in any order;
+ * y_j = fl(p_j / s). Every |x_j - m| <= R (the spread of the intervals), so the rounding of
+ * d_j moves x_j by at most u R: inputs within e_j + u R. With P_j the exact exp of d_j,
+ * P_j / sum P lies between lo_i = E-_i / (E-_i + sum_{j!=i} E+_j) and hi_i (the other way),
+ * E+-_j = exp(c_j +- e_j' - M): softmax rises with its own input and falls with the others.
+ * Then p_j = P_j + eta_j, |eta_j| <= h = ULPS u (1 + R) (chain.h's model of an elementwise
+ * function, P_j <= 1, |d_j| <= R), sum P >= 1 (the max's own term is exp(0)), the sum within
+ * (C - 1) u of exact and the division within u:
+ *   |y_k - q| <= (h (1 + u) + q (u + a + g + a g)) / ((1 - a)(1 - g)),  a = C h, g = (C - 1) u,
+ * with q <= hi_i. The bound is infinite when the intervals are too wide for it (a or g >= 1/2,
+ * or an exp overflows). */
+static void rf_softmax_row(int64_t C, const double *xc, const double *ex, double *yc, double *ye) {
+    double M = -INFINITY, top = -INFINITY, bottom = INFINITY;
+    for (int64_t i = 0; i < C; i++) {
+        M = xc[i] > M ? xc[i] : M;
+        top = xc[i] + ex[i] > top ? xc[i] + ex[i] : top;
+        bottom = xc[i] - ex[i] < bottom ? xc[i] - ex[i] : bottom;
+    }
+    double R = top - bottom, sc = 0.0, slo = 0.0, shi = 0.0;
+    for (int64_t i = 0; i < C; i++) {
+        double e = ex[i] + RF_U32 * R;
+        sc += exp(xc[i] - M);
+        slo += exp(xc[i] - e - M);
+        shi += exp(xc[i] + e - M);
+    }
+    double h = RF_CHAIN_FN_ULPS * RF_U32 * (1.0 + R), a = (double)C * h;
+    double g = (double)(C > 1 ? C - 1 : 0) * RF_U32;
+    int ok = a < 0.5 && g < 0.5 && isfinite(shi) && isfinite(R);
+    for (int64_t i = 0; i < C; i++) {
+        double e = ex[i] + RF_U32 * R;
+        double elo = exp(xc[i] - e - M), ehi = exp(xc[i] + e - M);
+        double lo = elo / (elo + (shi - ehi)), hi = ehi / (ehi + (slo - elo));
+        yc[i] = exp(xc[i] - M) / sc;
+        double moved = hi - yc[i] > yc[i] - lo ? hi - yc[i] : yc[i] - lo;
+        double evalerr =
+            (h * (1.0 + RF_U32) + hi * (RF_U32 + a + g + a * g)) / ((1.0 - a) * (1.0 - g));
+        ye[i] = ok && isfinite(moved) ? moved + evalerr : INFINITY;
+    }
+}
+
 /* Runs one row through every stage. rc/re: the row's centers and bounds (off[] layout);
  * acc: scratch of 4 * acc_width doubles. */
 static void rf_chain_row(const rf_chain_run_t *run, const uint16_t *x, double *rc, double *re,
@@ -252,7 +295,10 @@ static void rf_chain_row(const rf_chain_run_t *run, const uint16_t *x, double *r
             break;
         }
         case RF_CHAIN_NORM:
-            rf_norm_row(st, W, xc, xe, a0, a1);
+            if (st->norm == RF_CHAIN_SOFTMAX)
+                rf_softmax_row(W, xc, xe, a0, a1);
+            else
+                rf_norm_row(st, W, xc, xe, a0, a1);
             for (int64_t j = 0; j < W; j++)
                 yc[j] = rf_store(run->p, dt, a0[j], a1[j], &ye[j]);
             break;

@@ -130,7 +130,7 @@ class RowSoftmax(nn.Module):
 
 
 class FeatureSoftmax(nn.Module):
-    """Row-owned (softmax over each row's features) but no stage rowfuse compiles."""
+    """Row-owned: softmax over each row's features (a chain: linear, softmax)."""
 
     def __init__(self):
         super().__init__()
@@ -138,6 +138,17 @@ class FeatureSoftmax(nn.Module):
 
     def forward(self, x):
         return torch.softmax(self.lin(x), dim=-1)
+
+
+class FeatureCumsum(nn.Module):
+    """Row-owned (a prefix sum over each row's features) but no stage rowfuse compiles."""
+
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(CHANNELS, CHANNELS)
+
+    def forward(self, x):
+        return torch.cumsum(self.lin(x), dim=-1)
 
 
 class SelfAttention(nn.Module):
@@ -255,6 +266,10 @@ def row_softmax():
 
 def feature_softmax():
     return _make(FeatureSoftmax)
+
+
+def feature_cumsum():
+    return _make(FeatureCumsum)
 
 
 def self_attention():

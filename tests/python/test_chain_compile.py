@@ -71,9 +71,26 @@ def test_compile_refuses_a_model_that_is_no_chain(tmp_path):
             self.a = torch.nn.Linear(32, 32)
 
         def forward(self, x):
-            return torch.softmax(self.a(x), -1)
+            return torch.cumsum(self.a(x), -1)
 
-    model = export(M(), torch.randn(8, 32), 8, str(tmp_path / "softmax.onnx"))
+    model = export(M(), torch.randn(8, 32), 8, str(tmp_path / "cumsum.onnx"))
     p = rowfuse("compile", model, "-o", tmp_path / "pkg")
     assert p.returncode == 1, p.stderr
-    assert "Softmax over features is not a stage" in p.stderr
+    assert "CumSum over features is row-owned but rowfuse has no kernel for it" in p.stderr
+
+
+def test_compile_a_chain_that_ends_in_softmax(tmp_path):
+    """Softmax over features is a norm kind (src/chain/chain.h): the package's last stage,
+    its PTX with the row's max and sum through warp shuffles and an IEEE division."""
+    pytest.importorskip("cutlass")
+    module, ex = blocks.make("classifier_probs", small=True)
+    model = export(module, ex, ex.shape[0], str(tmp_path / "probs.onnx"))
+    p = rowfuse("compile", model, "-o", tmp_path / "pkg")
+    assert p.returncode == 0, p.stdout + p.stderr
+    plan = json.loads((tmp_path / "pkg" / "plan.json").read_text())
+    last = plan["chain"]["stages"][-1]
+    assert last["op"] == "norm" and last["kind"] == "softmax"
+    assert "eps" not in last and "gamma" not in last and "beta" not in last
+    (k,) = plan["kernels"]
+    ptx = (tmp_path / "pkg" / "kernels" / f"{k['name']}.ptx").read_text()
+    assert "shfl.sync.bfly" in ptx and "max.f32" in ptx and "div.rn.f32" in ptx

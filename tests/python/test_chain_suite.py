@@ -77,6 +77,7 @@ EXPECTED = {
     "res_mlp_gelu": ["linear + b, gelu_erf", "linear + b, + v0"],
     "res_mlp_silu": ["linear + b, silu", "linear + b, + v0"],
     "classifier": ["norm layernorm", "linear + b, relu", "linear + b"],
+    "classifier_probs": ["norm layernorm", "linear + b, relu", "linear + b", "norm softmax"],
     "stacked": ["linear + b, relu", "linear + b, + v0, relu", "linear + b, relu"]
     + ["linear + b, + v2, relu"],
     "residual_mlp": ["linear + b, relu", "linear + b, + v0, relu"],
@@ -182,7 +183,7 @@ class _Head(torch.nn.Module):
 @pytest.mark.parametrize(
     "name,f,needle",
     [
-        ("softmax", lambda h: torch.softmax(h, -1), "Softmax over features is not a stage"),
+        ("cumsum", lambda h: torch.cumsum(h, -1), "CumSum over features is row-owned but"),
         ("scale", lambda h: 2.0 * torch.relu(h), "fold"),
         (
             "reshape",
@@ -199,3 +200,52 @@ def test_refusals_name_node_and_stage(name, f, needle, tmp_path):
         chain_of(path)
     msg = str(e.value)
     assert needle in msg and "node " in msg, msg
+
+
+def _probs_kernel_model(module, x16: np.ndarray, fault: str = "") -> np.ndarray:
+    """What a kernel following the plan of classifier_probs computes, in numpy fp32: the
+    LayerNorm (fp32 statistics) stored fp16, fc with ReLU stored fp16, the head's logits
+    fp32, then the softmax in fp32 (the row's max, exp, the sum, one division). `fault`:
+    "logits_f16" rounds the logits to fp16 (fp16 where the plan says fp32), "sum_f16"
+    sums the exps in fp16."""
+    f32 = np.float32
+    x = x16.astype(f32)
+    ln = module.ln
+    mu = x.mean(axis=1, dtype=f32, keepdims=True)
+    var = ((x - mu) ** 2).mean(axis=1, dtype=f32, keepdims=True)
+    g, b = (t.detach().numpy().astype(f32) for t in (ln.weight, ln.bias))
+    h = ((x - mu) / np.sqrt(var + f32(ln.eps)) * g + b).astype(np.float16)
+
+    def lin(v, layer):
+        w = layer.weight.detach().numpy().T.astype(np.float16).astype(f32)
+        return v.astype(f32) @ w + layer.bias.detach().numpy().astype(f32)
+
+    h = np.maximum(lin(h, module.fc), f32(0)).astype(np.float16)
+    z = lin(h, module.head)
+    if fault == "logits_f16":
+        z = z.astype(np.float16).astype(f32)
+    m = z.max(axis=1, keepdims=True)
+    p = np.exp(z - m, dtype=f32)
+    s = p.astype(np.float16).sum(axis=1, keepdims=True) if fault == "sum_f16" else None
+    s = p.sum(axis=1, dtype=f32, keepdims=True) if s is None else s.astype(f32)
+    return (p / s).astype(np.float64)
+
+
+def test_softmax_stage_bound_holds_and_catches_faults(exported):
+    """The softmax stage's bound (src/chain/ref.c rf_softmax_row) against an fp32 model of
+    the kernel on 4,096 fresh rows: every element within it; fp16 logits and an fp16 sum
+    (precision faults) fall outside."""
+    module, _, path = exported["classifier_probs"]
+    rng = np.random.default_rng(20261204)
+    x16 = (3.0 * rng.standard_normal((4096, module.ln.normalized_shape[0]))).astype(np.float16)
+    y, bound = reference(path, x16, mixed=True)
+    ok = _probs_kernel_model(module, x16)
+    ratio = np.abs(ok - y) / bound
+    print(f"softmax: worst |fp32 model - mixed| / bound {ratio.max():.3f}")
+    assert ratio.max() <= 1.0
+    assert np.abs(ok.sum(axis=1) - 1).max() < 1e-5
+    for fault in ("logits_f16", "sum_f16"):
+        bad = _probs_kernel_model(module, x16, fault)
+        worst = (np.abs(bad - y) / bound).max()
+        print(f"softmax fault {fault}: worst / bound {worst:.2f}")
+        assert worst > 1.0, fault

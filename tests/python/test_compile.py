@@ -156,11 +156,11 @@ def test_compile_rejects_other_graphs(tmp_path):
     and the node (blocks that are chains compile: tests/python/test_chain_compile.py)."""
     from models import ROWS
 
-    model = export("models:feature_softmax", ROWS, tmp_path / "g.onnx")
+    model = export("models:feature_cumsum", ROWS, tmp_path / "g.onnx")
     p = rowfuse("compile", model, "--rows", ROWS, "-o", tmp_path / "pkg")
     assert p.returncode == 1, p.stderr
-    assert "Softmax over features is not a stage rowfuse compiles" in p.stderr
-    assert "(Softmax)" in p.stderr
+    assert "CumSum over features is row-owned but rowfuse has no kernel for it" in p.stderr
+    assert "(CumSum)" in p.stderr
 
 
 def test_compile_bad_options(tmp_path):

@@ -203,16 +203,16 @@ def test_a_deleted_block_is_gone_from_the_op(cpu_block):
 
 
 def test_a_module_that_is_no_chain_is_refused_with_the_compilers_message():
-    class Softmax(torch.nn.Module):
+    class Cumsum(torch.nn.Module):
         def __init__(self):
             super().__init__()
             self.fc = torch.nn.Linear(32, 32)
 
         def forward(self, x):
-            return torch.softmax(self.fc(x), -1)
+            return torch.cumsum(self.fc(x), -1)
 
-    with pytest.raises(rt.UnsupportedBlock, match="Softmax over features is not a stage"):
-        rt.compile_block(Softmax(), rows=8)
+    with pytest.raises(rt.UnsupportedBlock, match="CumSum over features is row-owned"):
+        rt.compile_block(Cumsum(), rows=8)
 
 
 # ---- on the GPU ----

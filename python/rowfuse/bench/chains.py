@@ -46,6 +46,7 @@ CHAIN_KINDS = (
     "res_mlp_gelu",
     "res_mlp_silu",
     "classifier",
+    "classifier_probs",
     "stacked",
 )
 TOL_FLOOR = 2.0**-9  # four fp16 unit roundoffs (2^-11 each)

@@ -20,7 +20,8 @@ Per row tile (`tile_rows` rows; grid-stride over tiles):
        computed in fp32.
      - norm: one warp per row; the row's features are summed with warp shuffles in fp32
        (LayerNorm: mean, then the mean of squared deviations; RMSNorm: the mean square),
-       then scale (gamma) and shift (beta).
+       then scale (gamma) and shift (beta); softmax: the row's max, then the sum of
+       exp(x - max), then exp(x - max) / sum.
   3. Every value is written at its planned dtype into its slot (fp16 rounding is to
      nearest even), padding columns [width, padded_width) as zeros, so a later linear
      never multiplies garbage. The last value (Y, fp32) is written straight to global
@@ -62,7 +63,7 @@ MODE = "chain_mma"
 ACTS = ("relu", "gelu_erf", "gelu_tanh", "silu", "sigmoid", "tanh", "identity")
 # The norm kinds (src/chain/chain.h's RF_CHAIN_NORM_LIST) and the parameters each has in
 # the spec; norm_stage computes them
-NORMS = {"layernorm": ("eps", "gamma", "beta"), "rmsnorm": ("eps", "gamma")}
+NORMS = {"layernorm": ("eps", "gamma", "beta"), "rmsnorm": ("eps", "gamma"), "softmax": ()}
 EPILOGUE_OPS = ("act", "add", "mul")
 # k chunks of a matmul stage unrolled; more are a loop (compile time and code size)
 UNROLL_K = 4
@@ -759,6 +760,14 @@ class ChainKernel(TileOps):
 
     @cute.jit
     def norm_stage(self, ctx, s: cutlass.Constexpr):
+        """A norm stage: softmax_stage, or moment_norm_stage (LayerNorm, RMSNorm)."""
+        if cutlass.const_expr(s.kind == "softmax"):
+            self.softmax_stage(ctx, s)
+        else:
+            self.moment_norm_stage(ctx, s)
+
+    @cute.jit
+    def moment_norm_stage(self, ctx, s: cutlass.Constexpr):
         """LayerNorm / RMSNorm over the features of each row: one warp per row, lanes
         over the columns, statistics in fp32 with butterfly shuffles."""
         mWh, mWf, mY, slots, base, row0, nrows, tid = ctx
@@ -807,6 +816,44 @@ class ChainKernel(TileOps):
                         if cutlass.const_expr(s.beta >= 0):
                             v = v + mWf[s.beta + c]
                     self.put(ctx, slots[s.dst], self.p.values[s.dst], r, c, v)
+        cute.arch.sync_threads()
+
+    @cute.jit
+    def softmax_stage(self, ctx, s: cutlass.Constexpr):
+        """Softmax over the features of each row, one warp per row: the max, the sum of
+        exp(x - max) (butterfly shuffles, fp32), then exp(x - max) / sum (the model of the
+        bound, src/chain/ref.c rf_softmax_row)."""
+        mWh, mWf, mY, slots, base, row0, nrows, tid = ctx
+        f32 = cutlass.Float32
+        p = self.p
+        width = p.values[s.src].width
+        ncol = (p.values[s.dst].padded_width + 31) // 32
+        nsum = (width + 31) // 32
+        warp_id = tid // 32
+        lane = tid % 32
+        for rr in cutlass.range_constexpr((self.tm + p.warps - 1) // p.warps):
+            r = warp_id + rr * p.warps
+            if r < self.tm:
+                m = f32(-math.inf)
+                for j in cutlass.range(nsum):
+                    c = j * 32 + lane
+                    if c < width:
+                        m = cute.arch.fmax(m, self.load(slots[s.src], self.f16(s.src), r, c))
+                m = cute.arch.warp_reduction_max(m)
+                acc = f32(0.0)
+                for j in cutlass.range(nsum):
+                    c = j * 32 + lane
+                    if c < width:
+                        x = self.load(slots[s.src], self.f16(s.src), r, c)
+                        acc = acc + cute.math.exp(x - m)
+                total = cute.arch.warp_reduction_sum(acc)
+                for j in cutlass.range(ncol):
+                    c = j * 32 + lane
+                    v = f32(0.0)
+                    if c < width:
+                        x = self.load(slots[s.src], self.f16(s.src), r, c)
+                        v = cute.math.exp(x - m) / total
+                    self.put(ctx, slots[s.dst], p.values[s.dst], r, c, v)
         cute.arch.sync_threads()
 
     @cute.jit
