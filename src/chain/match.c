@@ -388,6 +388,15 @@ static rf_status_t finish_norm(rf_matcher_t *m, int k, rf_chain_norm_kind_t kind
     return RF_OK;
 }
 
+/* Whether node n's "axis" (default -1) is the last axis of its input v; *axis and *last
+ * for the refusal. */
+static int on_last_axis(const rf_matcher_t *m, const rf_node_t *n, int v, long long *axis,
+                        int *last) {
+    *last = vl(m, v)->shape.rank - 1;
+    *axis = (long long)rf_node_attr_int(n, "axis", -1);
+    return *axis == -1 || *axis == *last;
+}
+
 /* The norm ops and their decomposed forms, anchored at node k. */
 static rf_status_t match_norm(rf_matcher_t *m, int k, int *out_matched) {
     const rf_node_t *n = nd(m, k);
@@ -397,14 +406,14 @@ static rf_status_t match_norm(rf_matcher_t *m, int k, int *out_matched) {
         return RF_OK;
     int64_t w = m->c->values[m->vmap[v]].width;
     int nodes[16], n_nodes = 0;
+    long long axis;
+    int last;
     if (n->op == RF_OP_SOFTMAX) {
-        int rank = vl(m, v)->shape.rank;
-        int64_t axis = rf_node_attr_int(n, "axis", -1);
-        if (axis != -1 && axis != rank - 1)
+        if (!on_last_axis(m, n, v, &axis, &last))
             return refuse(m, k,
                           "Softmax over axis %lld: a softmax stage normalizes the features (the "
                           "last axis, %d) of each row",
-                          (long long)axis, rank - 1);
+                          axis, last);
         rf_chain_stage_t *st;
         RF_RETURN_IF_ERROR_PLAIN(new_stage(m, RF_CHAIN_NORM, n->outputs[0], k, &st));
         st->src = m->vmap[v];
@@ -414,13 +423,11 @@ static rf_status_t match_norm(rf_matcher_t *m, int k, int *out_matched) {
         return RF_OK;
     }
     if (n->op == RF_OP_LAYER_NORM || n->op == RF_OP_RMS_NORM) {
-        int rank = vl(m, v)->shape.rank;
-        int64_t axis = rf_node_attr_int(n, "axis", -1);
-        if (axis != -1 && axis != rank - 1)
+        if (!on_last_axis(m, n, v, &axis, &last))
             return refuse(m, k,
                           "normalizes over axes %lld..%d; a norm stage normalizes over the last "
                           "axis alone",
-                          (long long)axis, rank - 1);
+                          axis, last);
         for (int o = 1; o < n->n_outputs; o++)
             if (m->uses[n->outputs[o]] > 0)
                 return refuse(m, k,
