@@ -7,7 +7,8 @@
  * (statistics summed in fp32 in order, 1/sqrtf) in fp32. On every random chain its output
  * must lie within the MIXED bound of the reference, element by element. Each planted fault
  * (a dropped bias, GELU tanh where the chain says erf, a LayerNorm epsilon 10x too large, a
- * missing residual, a skipped stage, a value stored in fp16 where the plan says fp32) runs
+ * missing residual, a skipped stage, a value stored in fp16 where the plan says fp32, a
+ * softmax whose sum of exponentials is kept in fp16) runs
  * through the same model on the same X and must leave the bound at >= 20 of 40 chains.
  * Also checked: the MIXED reference lies within the FP64 bound of the FP64 reference, and
  * the FP64 reference of a one-linear chain is the exact product. */
@@ -29,12 +30,13 @@ typedef enum {
     FAULT_NO_RESIDUAL,
     FAULT_SKIP_STAGE,
     FAULT_FP16_VALUE,
+    FAULT_SOFTMAX_SUM_F16,
     FAULT_COUNT_
 } fault_t;
 
 static const char *const fault_names[FAULT_COUNT_] = {
     "none",        "dropped bias",  "gelu tanh for erf", "layernorm eps x10",
-    "no residual", "skipped stage", "fp16 for fp32",
+    "no residual", "skipped stage", "fp16 for fp32",     "softmax sum in fp16",
 };
 
 /* ---- random chains ---- */
@@ -73,6 +75,8 @@ static rf_chain_stage_t *norm(rf_chain_t *c, rf_rng_t *r, int src, rf_chain_norm
     rf_chain_stage_t *s = add(c, RF_CHAIN_NORM, w);
     s->src = src;
     s->norm = kind;
+    if (kind == RF_CHAIN_SOFTMAX)
+        return s;
     s->eps = kind == RF_CHAIN_LAYERNORM ? 1e-5 : 1e-6;
     s->gamma = rand_floats(c, r, w, 0.2, 1.0);
     s->beta = kind == RF_CHAIN_LAYERNORM ? rand_floats(c, r, w, 0.2, 0.0) : NULL;
@@ -94,7 +98,12 @@ static rf_chain_t *random_chain(rf_rng_t *r, fault_t need) {
     if (!c)
         return NULL;
     int pre = need == FAULT_EPS_10X ? 1 : (int)pick(r, 0, 2); /* 0 none, 1 LN, 2 RMS */
-    int post = need == FAULT_EPS_10X ? 0 : pick(r, 0, 3) == 0;
+    /* after the block: 0 nothing, 1 a LayerNorm, 2 a softmax over the features (the
+     * correct model's chains get one at a third of those without a LayerNorm; the draws of
+     * the other faults' chains are those they had before softmax existed) */
+    int post = need == FAULT_EPS_10X ? 0 : need == FAULT_SOFTMAX_SUM_F16 ? 2 : pick(r, 0, 3) == 0;
+    if (need == FAULT_NONE && !post && pick(r, 0, 2) == 0)
+        post = 2;
     int gated = need == FAULT_GELU_TANH || need == FAULT_DROP_BIAS ? 0 : pick(r, 0, 2) == 0;
     int src = 0;
     if (pre)
@@ -130,7 +139,7 @@ static rf_chain_t *random_chain(rf_rng_t *r, fault_t need) {
     if (pick(r, 0, 3) == 0)
         out->epi[out->n_epi++] = (rf_chain_epi_t){RF_CHAIN_EPI_ACT, RF_CHAIN_FN_RELU, -1};
     if (post)
-        norm(c, r, out->dst, RF_CHAIN_LAYERNORM);
+        norm(c, r, out->dst, post == 1 ? RF_CHAIN_LAYERNORM : RF_CHAIN_SOFTMAX);
     rf_chain_assign_dtypes(c);
     CHECK_OK(rf_chain_validate(c));
     return c;
@@ -234,6 +243,19 @@ static void model_row(const rf_chain_t *c, const uint16_t *x, float *vals[], fau
                 o[j] = in[j] + (fault == FAULT_NO_RESIDUAL ? 0.0f : vals[st->src2][j]);
             break;
         case RF_CHAIN_NORM: {
+            if (st->norm == RF_CHAIN_SOFTMAX) { /* the row's max, the exp sum, one division */
+                float m = -INFINITY, sum = 0.0f;
+                for (int64_t j = 0; j < W; j++)
+                    m = in[j] > m ? in[j] : m;
+                for (int64_t j = 0; j < W; j++) {
+                    sum += expf(in[j] - m);
+                    if (fault == FAULT_SOFTMAX_SUM_F16)
+                        sum = h16(sum);
+                }
+                for (int64_t j = 0; j < W; j++)
+                    o[j] = expf(in[j] - m) / sum;
+                break;
+            }
             float mu = 0.0f, v = 0.0f;
             if (st->norm == RF_CHAIN_LAYERNORM) {
                 for (int64_t j = 0; j < W; j++)
@@ -272,6 +294,8 @@ static int fault_applies(const rf_chain_t *c, fault_t f) {
         if (f == FAULT_DROP_BIAS && st->op == RF_CHAIN_LINEAR && st->b)
             return 1;
         if (f == FAULT_EPS_10X && st->op == RF_CHAIN_NORM && st->norm == RF_CHAIN_LAYERNORM)
+            return 1;
+        if (f == FAULT_SOFTMAX_SUM_F16 && st->op == RF_CHAIN_NORM && st->norm == RF_CHAIN_SOFTMAX)
             return 1;
         if (f == FAULT_SKIP_STAGE && (st->op == RF_CHAIN_ACT || st->n_epi > 0))
             return 1;
