@@ -230,6 +230,14 @@ static int print_faults(void) {
 
 /* A model that is a chain and not the residual MLP: its chain_mma package (src/compile,
  * chain_plan.h). *chain = 0 leaves the model to the residual MLP's schedules. */
+static void print_chain(const rf_chain_plan_t *p, const char *what, const char *out_dir) {
+    printf("compiled the chain of %s into %s\n", what, out_dir);
+    printf("  kernel %s (%s): %s\n", p->name,
+           strncmp(p->name, "stream_", 7) ? "chain_mma" : "chain_stream", p->reason);
+    printf("  %d registers, %d blocks per SM; wh %lld fp16, wf %lld fp32 weights\n", p->registers,
+           p->blocks_per_sm, (long long)p->wh_elems, (long long)p->wf_elems);
+}
+
 static rf_status_t compile_chain(compile_args_t *c, int *chain) {
     rf_compile_options_t o = c->o;
     rf_chain_plan_t *p = calloc(1, sizeof *p);
@@ -238,13 +246,24 @@ static rf_status_t compile_chain(compile_args_t *c, int *chain) {
     o.model = c->model;
     o.python = rf_cli_python();
     rf_status_t st = rf_compile_chain_model(c->model, &o, chain, p);
-    if (!st && *chain) {
-        printf("compiled the chain of %s into %s\n", c->model, o.out_dir);
-        printf("  kernel %s (%s): %s\n", p->name,
-               strncmp(p->name, "stream_", 7) ? "chain_mma" : "chain_stream", p->reason);
-        printf("  %d registers, %d blocks per SM; wh %lld fp16, wf %lld fp32 weights\n",
-               p->registers, p->blocks_per_sm, (long long)p->wh_elems, (long long)p->wf_elems);
-    }
+    if (!st && *chain)
+        print_chain(p, c->model, o.out_dir);
+    free(p);
+    return st;
+}
+
+/* --mlp RxCxH --schedule chain|chain-stream: the synthetic block as a chain package. */
+static rf_status_t compile_mlp_chain(compile_args_t *c, const rf_mlp_weights_t *w,
+                                     const char *desc) {
+    rf_compile_options_t o = c->o;
+    rf_chain_plan_t *p = calloc(1, sizeof *p);
+    if (!p)
+        return RF_ERR(RF_CODE_OUT_OF_MEMORY, "chain plan");
+    o.model = desc;
+    o.python = rf_cli_python();
+    rf_status_t st = rf_compile_chain_mlp(w, &o, p);
+    if (!st)
+        print_chain(p, desc, o.out_dir);
     free(p);
     return st;
 }
@@ -271,6 +290,11 @@ int rf_cmd_compile(int argc, char **argv) {
         st = rf_cli_block_weights(c.model, c.mlp, (uint64_t)c.seed, &c.o.rows, &w, hash, desc,
                                   sizeof desc);
     if (st) {
+        rf_mlp_weights_free(rf_allocator_system(), &w);
+        return rf_cli_report("compile", st);
+    }
+    if (c.mlp && rf_compile_is_chain_schedule(c.o.schedule)) {
+        st = compile_mlp_chain(&c, &w, desc);
         rf_mlp_weights_free(rf_allocator_system(), &w);
         return rf_cli_report("compile", st);
     }

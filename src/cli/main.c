@@ -36,8 +36,8 @@ static const rf_cli_command_t rf_commands[] = {
      0},
     {"compile", rf_cmd_compile,
      "compile (MODEL.onnx | --mlp ROWSxCHANNELSxHIDDEN [--seed S]) [OPTIONS] -o PKGDIR",
-     "Verifies the model, matches its residual MLP block (a model with a head is compiled\n"
-     "block by block), plans it and writes a GPU package: plan, weights, kernels.\n"
+     "Verifies the model, matches the residual MLP or a chain of row-local stages, plans it\n"
+     "and writes a GPU package: plan, weights, kernels.\n"
      "  --mlp RxCxH        a synthetic block of that shape with seeded random weights\n"
      "  --seed S           the synthetic weights' seed (default 1)\n"
      "  --rows N           rows per call (default: the model's)\n"
@@ -159,6 +159,8 @@ static void rf_command_help(const rf_cli_command_t *c) {
         for (int s = 0; s < RF_SCHEDULE_COUNT; s++)
             printf("%s %s", s ? "," : "", rf_schedule_name((rf_schedule_t)s));
         printf("\n");
+        printf("a chain's schedules (and the residual MLP's when asked for): chain, "
+               "chain-stream\n");
     }
 }
 

@@ -406,6 +406,82 @@ static rf_status_t compile_chain(const rf_chain_t *c, const rf_compile_options_t
                   : rf_chain_plan_write(p, o->model, wh_off, wf_off, path);
 }
 
+int rf_compile_is_chain_schedule(const char *schedule) {
+    return schedule && (!strcmp(schedule, "chain") || !strcmp(schedule, "chain-stream"));
+}
+
+/* fp32 copies of fp16 weights, in the chain's arena. */
+static rf_status_t chain_floats_f16(rf_chain_t *c, const uint16_t *h, int64_t n, float **out) {
+    RF_RETURN_IF_ERROR_PLAIN(rf_chain_alloc_floats(c, (size_t)n, out));
+    for (int64_t i = 0; i < n; i++)
+        (*out)[i] = rf_f16_to_f32(h[i]);
+    return RF_OK;
+}
+
+rf_status_t rf_chain_from_mlp(const rf_mlp_weights_t *w, rf_chain_t **out_chain) {
+    int64_t C = w->channels, H = w->hidden;
+    rf_chain_t *c = NULL;
+    rf_chain_stage_t *s1 = NULL, *s2 = NULL;
+    float *wk = NULL, *bias = NULL;
+    *out_chain = NULL;
+    rf_status_t st = rf_chain_create(rf_allocator_system(), C, &c);
+    if (!st)
+        st = rf_chain_add_stage(c, RF_CHAIN_LINEAR, H, &s1);
+    if (!st)
+        st = chain_floats_f16(c, w->w1, C * H, &wk);
+    if (!st)
+        st = rf_chain_copy_floats(c, w->b1, (size_t)H, &bias);
+    if (!st) {
+        s1->src = 0;
+        s1->k = C;
+        s1->n = H;
+        s1->w = wk;
+        s1->b = bias;
+        s1->epi[s1->n_epi++] = (rf_chain_epi_t){RF_CHAIN_EPI_ACT, RF_CHAIN_FN_RELU, -1};
+        st = rf_chain_add_stage(c, RF_CHAIN_LINEAR, C, &s2);
+    }
+    if (!st)
+        st = chain_floats_f16(c, w->w2, H * C, &wk);
+    if (!st)
+        st = rf_chain_copy_floats(c, w->b2, (size_t)C, &bias);
+    if (!st) {
+        s2->src = s1->dst;
+        s2->k = H;
+        s2->n = C;
+        s2->w = wk;
+        s2->b = bias;
+        s2->epi[s2->n_epi++] = (rf_chain_epi_t){RF_CHAIN_EPI_ADD, RF_CHAIN_FN_IDENTITY, 0};
+        s2->epi[s2->n_epi++] = (rf_chain_epi_t){RF_CHAIN_EPI_ACT, RF_CHAIN_FN_RELU, -1};
+        rf_chain_assign_dtypes(c);
+        st = rf_chain_validate(c);
+    }
+    if (st)
+        rf_chain_destroy(c);
+    else
+        *out_chain = c;
+    return st;
+}
+
+rf_status_t rf_compile_chain_mlp(const rf_mlp_weights_t *w, const rf_compile_options_t *o,
+                                 rf_chain_plan_t *out_plan) {
+    rf_chain_t *c = NULL;
+    rf_chain_plan_t *p = NULL;
+    rf_status_t st = rf_chain_from_mlp(w, &c);
+    if (!st && !(p = calloc(1, sizeof *p)))
+        st = RF_ERR(RF_CODE_OUT_OF_MEMORY, "chain plan");
+    if (!st)
+        st = compile_chain(c, o, p);
+    if (!st && out_plan) {
+        *out_plan = *p;
+        out_plan->chain = NULL;
+    }
+    free(p);
+    rf_chain_destroy(c);
+    return st ? rf_status_annotate(st, "while compiling the residual MLP as a chain into %s",
+                                   o->out_dir ? o->out_dir : "")
+              : RF_OK;
+}
+
 rf_status_t rf_compile_chain_model(const char *model, const rf_compile_options_t *o,
                                    int *out_handled, rf_chain_plan_t *out_plan) {
     rf_allocator_t a = rf_allocator_system();
@@ -422,7 +498,8 @@ rf_status_t rf_compile_chain_model(const char *model, const rf_compile_options_t
         st = rf_status_annotate(rf_verify(g, &ct), "%s", model);
     if (!st) {
         rf_status_t mlp = rf_mlp_match(g, &block);
-        if (mlp == RF_OK) { /* the residual MLP keeps its own schedules */
+        /* the residual MLP keeps its own schedules unless a chain schedule is asked for */
+        if (mlp == RF_OK && !rf_compile_is_chain_schedule(o->schedule)) {
             rf_contract_destroy(ct);
             rf_graph_destroy(g);
             return RF_OK;

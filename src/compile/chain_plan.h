@@ -100,4 +100,15 @@ rf_status_t rf_chain_plan_write(const rf_chain_plan_t *p, const char *model, int
 rf_status_t rf_compile_chain_model(const char *model, const rf_compile_options_t *options,
                                    int *out_handled, rf_chain_plan_t *out_plan);
 
+/* --schedule chain or chain-stream: the schedules of a chain package. */
+int rf_compile_is_chain_schedule(const char *schedule);
+
+/* The residual MLP of `weights` (a model's or --mlp's seeded ones) as the chain
+ * linear(+ b1, relu) -> fp16 H -> linear(+ b2, + X, relu) -> fp32 Y (the caller destroys
+ * it), and that chain compiled into a chain package like rf_compile_chain_model's
+ * (options->schedule chain or chain-stream). */
+rf_status_t rf_chain_from_mlp(const rf_mlp_weights_t *weights, rf_chain_t **out_chain);
+rf_status_t rf_compile_chain_mlp(const rf_mlp_weights_t *weights,
+                                 const rf_compile_options_t *options, rf_chain_plan_t *out_plan);
+
 #endif

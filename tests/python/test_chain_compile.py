@@ -94,3 +94,32 @@ def test_compile_a_chain_that_ends_in_softmax(tmp_path):
     (k,) = plan["kernels"]
     ptx = (tmp_path / "pkg" / "kernels" / f"{k['name']}.ptx").read_text()
     assert "shfl.sync.bfly" in ptx and "max.f32" in ptx and "div.rn.f32" in ptx
+
+
+def test_the_residual_mlp_compiles_as_a_chain(tmp_path):
+    """`--schedule chain` makes the residual MLP one chain among others: from --mlp, its
+    seeded weights (the generator of rowfuse/mlp.h, as every C caller draws them) land in
+    the chain's stages; from a model, the same two-stage chain (its kernel chain_mma)."""
+    pytest.importorskip("cutlass")
+    from rowfuse import torch as rt
+    from rowfuse.capi import clib
+
+    out = tmp_path / "mlp"
+    p = rowfuse("compile", "--mlp", "40x32x48", "--seed", "7", "--schedule", "chain", "-o", out)
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert "chain_mma" in p.stdout
+    ch = json.loads((out / "plan.json").read_text())["chain"]
+    s0, s1 = ch["stages"]
+    assert [e["op"] for e in s1["epilogue"]] == ["add", "act"] and s1["epilogue"][0]["src"] == 0
+    wh, wf = rt._chain_weights(str(out), ch)
+    case = clib.mlp_case(40, 32, 48, 7)
+    np.testing.assert_array_equal(wh[s0["w"] : s0["w"] + 32 * 48].reshape(32, 48), case.w1)
+    np.testing.assert_array_equal(wh[s1["w"] : s1["w"] + 48 * 32].reshape(48, 32), case.w2)
+    np.testing.assert_array_equal(wf[s0["b"] : s0["b"] + 48], case.b1)
+    np.testing.assert_array_equal(wf[s1["b"] : s1["b"] + 32], case.b2)
+    module, ex = blocks.make("residual_mlp", small=True)
+    model = export(module, ex, ex.shape[0], str(tmp_path / "rm.onnx"))
+    p = rowfuse("compile", model, "--schedule", "chain", "-o", tmp_path / "pkg")
+    assert p.returncode == 0, p.stdout + p.stderr
+    plan = json.loads((tmp_path / "pkg" / "plan.json").read_text())
+    assert plan["block"] == "chain" and len(plan["chain"]["stages"]) == 2

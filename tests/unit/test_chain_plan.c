@@ -4,7 +4,8 @@
  * target's shared memory; weights.bin + plan.json read back (rf_chain_load_package) give a
  * chain whose mixed reference equals the original's bit for bit; tiles follow the rows; a
  * chain too wide for shared memory is refused naming its stage; a plan.json whose dtype
- * breaks the precision rule is refused naming the value. */
+ * breaks the precision rule is refused naming the value; the residual MLP as a chain
+ * (rf_chain_from_mlp, `compile --mlp ... --schedule chain`) has the MLP's reference. */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
 #include <stdlib.h>
@@ -12,6 +13,7 @@
 
 #include "compile/chain_plan.h"
 #include "rf_test.h"
+#include "rowfuse/mlp.h"
 #include "rowfuse/rng.h"
 #include "rowfuse/tensor.h"
 
@@ -248,9 +250,44 @@ static void test_tiles_and_fit(void) {
     free(p);
 }
 
+/* The residual MLP's seeded block (rowfuse/mlp.h) as a chain: two linear stages, H fp16,
+ * and the chain's mixed reference within the MLP's per-element allowance of the MLP's
+ * reference (a kernel computing the one passes the other's check). They are not equal: the
+ * graph interpreter rounds every node's output to fp32 (the products, the bias and residual
+ * adds), the chain reference only what the plan stores. */
+static void test_mlp_as_chain(void) {
+    static const int64_t shapes[][3] = {{37, 48, 96}, {16, 40, 200}, {5, 128, 64}};
+    for (int i = 0; i < 3; i++) {
+        int64_t R = shapes[i][0], C = shapes[i][1], H = shapes[i][2];
+        rf_mlp_case_t mc = {0};
+        CHECK_OK(rf_mlp_case_create(rf_allocator_system(), R, C, H, 11 + (uint64_t)i, 1, &mc));
+        rf_mlp_weights_t w = {C, H, mc.w1, mc.w2, mc.b1, mc.b2};
+        rf_chain_t *c = NULL;
+        CHECK_OK(rf_chain_from_mlp(&w, &c));
+        CHECK(c && c->n_stages == 2 && c->values[1].dtype == RF_DTYPE_F16 &&
+              c->values[2].dtype == RF_DTYPE_F32);
+        double *y = malloc(sizeof(double) * (size_t)(R * C));
+        CHECK_OK(rf_chain_reference(c, mc.x, R, RF_CHAIN_MIXED, y, NULL));
+        double worst = 0.0, worst_allow = 0.0;
+        for (int64_t j = 0; j < R * C; j++) {
+            double d = fabs(y[j] - (double)mc.ref[j]);
+            CHECK(d <= mc.allow[j]);
+            worst = d > worst ? d : worst;
+            worst_allow = d / mc.allow[j] > worst_allow ? d / mc.allow[j] : worst_allow;
+        }
+        printf("  MLP %lldx%lldx%lld as a chain: max |chain - MLP| reference %.3g (%.2g of the "
+               "allowance)\n",
+               (long long)R, (long long)C, (long long)H, worst, worst_allow);
+        free(y);
+        rf_chain_destroy(c);
+        rf_mlp_case_free(rf_allocator_system(), &mc);
+    }
+}
+
 int main(void) {
-    printf("seeds 31, 5\n");
+    printf("seeds 31, 5, 11..13\n");
     test_layout_and_roundtrip();
     test_tiles_and_fit();
+    test_mlp_as_chain();
     return rf_test_finish();
 }
