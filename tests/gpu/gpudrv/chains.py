@@ -1,12 +1,13 @@
 """chains: the suite of block kinds (rowfuse.blocks) against PyTorch eager and torch.compile,
-at 1, 7, 64, 1,000 and 16,384 rows (rowfuse.bench.chains).
+at 1, 7, 64, 1,000 and 16,384 rows, the FFNs also at 4 and 16 (rowfuse.bench.chains).
 
 Here: each kind exported once (`python -m rowfuse.export rowfuse.blocks:KIND`), compiled
 at every row count (`rowfuse compile KIND.onnx --rows R`: the plan's tile and schedule
 depend on the rows), and each package's weight map (rowfuse.bench.chains.prepare_weights:
 which module parameter every slice of weights.bin holds, checked by rebuilding the file
-byte for byte), so no weights.bin is carried. There: `python -m rowfuse.bench.chains`,
-which rewrites each weights.bin from the module before loading it, in one process, under
+byte for byte), so no weights.bin is carried. There: every weights.bin written from the
+modules; the weight-streaming packages through `rowfuse bench --c` with warm and cold L2
+(stream.json); then `python -m rowfuse.bench.chains`, in one process, under
 CHAINS_TIMEOUT seconds (default 540; it starts no new cell in its last 90 s and keeps what
 it finished). CHAINS_KINDS and CHAINS_ROWS narrow the set (comma-separated).
 """
@@ -48,7 +49,10 @@ def prepare(jobs: int, stamp: str) -> dict:
         )
         if rc != 0:
             raise c.Failed(f"chains: export of {k} failed: {out.strip()[-300:]}")
-        specs += [(chains.package_name(k, r), [model, "--rows", str(r)], False) for r in rows]
+        specs += [
+            (chains.package_name(k, r), [model, "--rows", str(r)], False)
+            for _, r in chains.cells([k], rows)
+        ]
     recs = c.compile_many(specs, jobs, stamp)
     bad = [r for r in recs.values() if r["status"] != "ok"]
     if bad:
@@ -68,6 +72,25 @@ def run(r: c.Run) -> None:
         return
     d = r.work / "chains"
     d.mkdir(parents=True, exist_ok=True)
+    wmap = c.PKGS / "chains-weights.json"
+    ok, _, _ = r.cmd(
+        "chains",
+        "weights.bin from the modules",
+        [
+            "python3",
+            "-m",
+            "rowfuse.bench.chains",
+            "--packages",
+            c.PKGS,
+            "--weights-map",
+            wmap,
+            "--weights-only",
+        ],
+        "weights.log",
+        600,
+    )
+    if ok:
+        _stream_figures(r, d, m)
     limit = int(os.environ.get("CHAINS_TIMEOUT", "540"))
     js = d / "chains.json"
     ok, _, text = r.cmd(
@@ -84,7 +107,7 @@ def run(r: c.Run) -> None:
             "--packages",
             c.PKGS,
             "--weights-map",
-            c.PKGS / "chains-weights.json",
+            wmap,
             "--kinds",
             ",".join(m["kinds"]),
             "--rows",
@@ -101,3 +124,40 @@ def run(r: c.Run) -> None:
         r.primary.append(js)
         lines = [ln for ln in text.splitlines() if ln.startswith("|")]
         r.subs["chains"] = {"table": "\n".join(lines)}
+
+
+def _stream_figures(r: c.Run, d, m) -> None:
+    """The weight-streaming packages (kernel stream_*) through the C host at the rows they
+    were planned for, warm and cold L2 (`--cold-l2`: the L2 evicted before every
+    observation): weight bytes over the GPU span against the measured copy rate, into
+    stream.json."""
+    rows = []
+    for name in sorted(m["packages"]):
+        plan = c.read_json(c.PKGS / name / "plan.json") or {}
+        kernel = (plan.get("kernels") or [{}])[0].get("name", "")
+        if not kernel.startswith("stream_"):
+            continue
+        n = name.rsplit("-", 1)[1]
+        for mode in ("warm", "cold"):
+            js = d / f"stream_{name}_{mode}.json"
+            cmd = [r.rowfuse(), "bench", c.PKGS / name, "--c", "--rows", n, "-o", js]
+            r.cmd(
+                "chains",
+                f"stream {name} {mode} L2",
+                cmd + (["--cold-l2"] if mode == "cold" else []),
+                f"stream_{name}_{mode}.log",
+                300,
+            )
+            run = ((c.read_json(js) or {}).get("runs") or [{}])[0]
+            rows.append(
+                {
+                    "package": name,
+                    "rows": int(n),
+                    "l2": mode,
+                    "weight_bytes": run.get("weight_bytes"),
+                    "weights_gbs": run.get("weights_gbs"),
+                    "of_copy_rate": run.get("of_copy_rate"),
+                }
+            )
+    c.write_json(d / "stream.json", {"rows": rows})
+    r.primary.append(d / "stream.json")
