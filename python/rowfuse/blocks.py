@@ -12,6 +12,8 @@ Kinds (KINDS lists them with their real and CI widths):
   tcnn_mlp      tiny-cuda-nn style: 4 linears without biases, 3 hidden layers of 64, ReLU
   gpt2_ffn      GPT-2 pre-LN FFN: x + fc2(gelu_tanh(fc1(LN(x))))          768 -> 3072
   bert_ffn      BERT post-LN FFN: LN(x + fc2(gelu(fc1(x))))                768 -> 3072
+  vit_ffn_ls    ViT MLP sublayer with LayerScale (DINOv2 ViT-S):
+                x + gamma * fc2(gelu(fc1(LN(x))))                         384 -> 1536
   llama_ffn     LLaMA SwiGLU FFN: x + down(silu(gate(r)) * up(r)), r = RMSNorm(x) in the
                 rsqrt form x * rsqrt(mean(x^2) + eps) * w                  2048 -> 5632
   res_mlp_gelu  residual MLP with GELU: x + fc2(gelu(fc1(x)))
@@ -77,6 +79,21 @@ class Gpt2FFN(nn.Module):
 
     def forward(self, x):
         return x + self.fc2(nn.functional.gelu(self.fc1(self.ln(x)), approximate="tanh"))
+
+
+class ViTFFNLayerScale(nn.Module):
+    """The MLP sublayer of a ViT with LayerScale (DINOv2, CaiT): x + gamma * fc2(gelu(fc1(LN(x))))
+    with a learned per-channel gamma (drawn around 0.1 here, not left at its 1e-5 init)."""
+
+    def __init__(self, c=384, h=1536):
+        super().__init__()
+        self.ln = nn.LayerNorm(c, eps=1e-6)
+        self.fc1 = nn.Linear(c, h)
+        self.fc2 = nn.Linear(h, c)
+        self.gamma = nn.Parameter(0.1 + 0.05 * torch.randn(c))
+
+    def forward(self, x):
+        return x + self.gamma * self.fc2(nn.functional.gelu(self.fc1(self.ln(x))))
 
 
 class BertFFN(nn.Module):
@@ -165,6 +182,7 @@ KINDS = {
     "tcnn_mlp": (TcnnMLP, {"c_in": 32, "hidden": 64}, {"c_in": 32, "hidden": 64}),
     "gpt2_ffn": (Gpt2FFN, {"c": 768, "h": 3072}, {"c": 128, "h": 512}),
     "bert_ffn": (BertFFN, {"c": 768, "h": 3072}, {"c": 128, "h": 512}),
+    "vit_ffn_ls": (ViTFFNLayerScale, {"c": 384, "h": 1536}, {"c": 64, "h": 256}),
     "llama_ffn": (LlamaFFN, {"c": 2048, "h": 5632}, {"c": 256, "h": 688}),
     "res_mlp_gelu": (
         ResMLP,

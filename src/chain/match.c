@@ -198,6 +198,51 @@ static rf_status_t new_stage(rf_matcher_t *m, rf_chain_op_t op, int out_value, i
 /* ---- linear ---- */
 
 /* MatMul(v, W) [+ b] or Gemm(v, W[, C]) at node k. *out_matched = 0: not a linear. */
+/* A linear's output `out` (after its bias) read only by a Mul with a per-feature constant
+ * (a scalar or n values: LayerScale's gamma, a constant scale) is that linear with the
+ * scale folded into W's columns and the bias, each product rounded to fp32 once (as GEMM's
+ * alpha is); a following Add of a constant vector is then its bias. */
+static rf_status_t absorb_scale(rf_matcher_t *m, rf_chain_stage_t *st, int out) {
+    int64_t kk = st->k, nn = st->n;
+    int j = sole_reader(m, out);
+    const rf_node_t *mul = j >= 0 ? nd(m, j) : NULL;
+    if (!mul || mul->op != RF_OP_MUL || mul->n_inputs != 2)
+        return RF_OK;
+    int other = mul->inputs[0] == out ? mul->inputs[1] : mul->inputs[0];
+    if (mapped(m, other) || !const_vector(m, other, nn) || !row_shaped(m, mul->outputs[0], nn))
+        return RF_OK;
+    float *g, *w = (float *)st->w, *b = NULL;
+    RF_RETURN_IF_ERROR_PLAIN(read_vector(m, other, nn, 1.0, &g));
+    for (int64_t i = 0; i < kk; i++)
+        for (int64_t c = 0; c < nn; c++)
+            w[i * nn + c] = (float)((double)w[i * nn + c] * (double)g[c]);
+    if (st->b) {
+        RF_RETURN_IF_ERROR_PLAIN(rf_chain_alloc_floats(m->c, (size_t)nn, &b));
+        for (int64_t c = 0; c < nn; c++)
+            b[c] = (float)((double)st->b[c] * (double)g[c]);
+        st->b = b;
+    }
+    m->done[j] = 1;
+    m->vmap[out] = -1;
+    out = mul->outputs[0];
+    m->vmap[out] = st->dst;
+    if (st->b)
+        return RF_OK;
+    int ja = sole_reader(m, out); /* (x W) * g + b: b is the bias */
+    const rf_node_t *add = ja >= 0 ? nd(m, ja) : NULL;
+    if (!add || add->op != RF_OP_ADD || add->n_inputs != 2)
+        return RF_OK;
+    int ob = add->inputs[0] == out ? add->inputs[1] : add->inputs[0];
+    if (mapped(m, ob) || !const_vector(m, ob, nn) || !row_shaped(m, add->outputs[0], nn))
+        return RF_OK;
+    RF_RETURN_IF_ERROR_PLAIN(read_vector(m, ob, nn, 1.0, &b));
+    st->b = b;
+    m->done[ja] = 1;
+    m->vmap[out] = -1;
+    m->vmap[add->outputs[0]] = st->dst;
+    return RF_OK;
+}
+
 static rf_status_t match_linear(rf_matcher_t *m, int k, int *out_matched) {
     const rf_node_t *n = nd(m, k);
     *out_matched = 0;
@@ -264,10 +309,12 @@ static rf_status_t match_linear(rf_matcher_t *m, int k, int *out_matched) {
                 st->b = bias;
                 m->done[j] = 1;
                 m->vmap[out] = -1;
-                m->vmap[add->outputs[0]] = st->dst;
+                out = add->outputs[0];
+                m->vmap[out] = st->dst;
             }
         }
     }
+    RF_RETURN_IF_ERROR_PLAIN(absorb_scale(m, st, out));
     m->done[k] = 1;
     *out_matched = 1;
     return RF_OK;

@@ -46,6 +46,7 @@ CHAIN_KINDS = (
     "tcnn_mlp",
     "gpt2_ffn",
     "bert_ffn",
+    "vit_ffn_ls",
     "llama_ffn",
     "res_mlp_gelu",
     "res_mlp_silu",
