@@ -55,6 +55,9 @@ typedef enum rf_op {
     RF_OP_LOG,
     RF_OP_ABS,
     RF_OP_RMS_NORM,
+    RF_OP_SOFTPLUS,
+    RF_OP_GREATER,
+    RF_OP_WHERE,
     /* Layout ops: allowed only where they keep rows on axis 0. */
     RF_OP_RESHAPE,
     RF_OP_TRANSPOSE,

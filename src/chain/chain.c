@@ -10,7 +10,7 @@ static const char *const rf_chain_op_names[RF_CHAIN_OP_COUNT_] = {
     "linear", "gated", "act", "add", "norm", "mul",
 };
 static const char *const rf_chain_fn_names[RF_CHAIN_FN_COUNT_] = {
-    "relu", "gelu_erf", "gelu_tanh", "silu", "sigmoid", "tanh", "identity",
+    "relu", "gelu_erf", "gelu_tanh", "silu", "sigmoid", "tanh", "identity", "softplus",
 };
 
 const char *rf_chain_op_name(rf_chain_op_t op) {
@@ -70,6 +70,8 @@ double rf_chain_fn_eval(rf_chain_fn_t fn, double x) {
         return x >= 0.0 ? 1.0 / (1.0 + exp(-x)) : exp(x) / (1.0 + exp(x));
     case RF_CHAIN_FN_TANH:
         return tanh(x);
+    case RF_CHAIN_FN_SOFTPLUS:
+        return (x > 0.0 ? x : 0.0) + log1p(exp(-fabs(x)));
     case RF_CHAIN_FN_IDENTITY:
     default:
         return x;

@@ -62,6 +62,7 @@ typedef enum rf_chain_fn {
     RF_CHAIN_FN_SIGMOID,
     RF_CHAIN_FN_TANH,
     RF_CHAIN_FN_IDENTITY,
+    RF_CHAIN_FN_SOFTPLUS, /* ln(1 + exp(x)) */
     RF_CHAIN_FN_COUNT_
 } rf_chain_fn_t;
 

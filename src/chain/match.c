@@ -12,9 +12,10 @@
  *   act      a closed region of elementwise nodes reading one value and scalar constants
  *            (nn.GELU, the erf and tanh GELU formulas, x * sigmoid(x), ...): the region's
  *            function is evaluated at 1,605 points in [-40, 40] and must equal relu,
- *            gelu_erf, gelu_tanh, silu, sigmoid, tanh or the identity within
+ *            gelu_erf, gelu_tanh, silu, sigmoid, tanh, softplus or the identity within
  *            1e-6 (1 + |x|) (far below fp16's resolution) and contain the op that defines
- *            it (Relu; Erf or Gelu; Tanh or Gelu(tanh); Sigmoid or Exp)
+ *            it (Relu; Erf or Gelu; Tanh or Gelu(tanh); Sigmoid or Exp; Softplus, or Log
+ *            and Exp); Greater and Where make piecewise forms (nn.Softplus's threshold)
  *   add, mul Add / Mul of two row-owned values (mul is folded by rf_chain_fuse)
  * Internal values of a pattern may not be read outside it. Anything else is refused naming
  * the node and the stage kind rowfuse lacks.
@@ -579,6 +580,9 @@ static int elementwise_op(const rf_node_t *n) {
     case RF_OP_EXP:
     case RF_OP_LOG:
     case RF_OP_ABS:
+    case RF_OP_SOFTPLUS:
+    case RF_OP_GREATER:
+    case RF_OP_WHERE:
     case RF_OP_IDENTITY:
     case RF_OP_ADD:
     case RF_OP_SUB:
@@ -621,8 +625,8 @@ static double region_eval(const rf_matcher_t *m, const rf_region_t *r, const uns
         if (!sel[i])
             continue;
         const rf_node_t *n = nd(m, r->nodes[i]);
-        double op[2] = {0.0, 0.0};
-        for (int s = 0; s < n->n_inputs && s < 2; s++) {
+        double op[3] = {0.0, 0.0, 0.0};
+        for (int s = 0; s < n->n_inputs && s < 3; s++) {
             int v = n->inputs[s];
             if (v == r->in) {
                 op[s] = x;
@@ -672,6 +676,15 @@ static double region_eval(const rf_matcher_t *m, const rf_region_t *r, const uns
         case RF_OP_ABS:
             y = fabs(u);
             break;
+        case RF_OP_SOFTPLUS:
+            y = rf_chain_fn_eval(RF_CHAIN_FN_SOFTPLUS, u);
+            break;
+        case RF_OP_GREATER:
+            y = u > w ? 1.0 : 0.0;
+            break;
+        case RF_OP_WHERE: /* a branch of a piecewise form (softplus's threshold) */
+            y = u != 0.0 ? w : op[2];
+            break;
         case RF_OP_ADD:
             y = u + w;
             break;
@@ -699,7 +712,7 @@ static double region_eval(const rf_matcher_t *m, const rf_region_t *r, const uns
 /* Which function node `end` computes from the selected nodes, or -1. */
 static int region_identify(const rf_matcher_t *m, const rf_region_t *r, const unsigned char *sel,
                            int end) {
-    int has_relu = 0, has_erf = 0, has_tanh = 0, has_sig = 0;
+    int has_relu = 0, has_erf = 0, has_tanh = 0, has_sig = 0, has_sp = 0, has_log = 0;
     for (int i = 0; i <= end; i++) {
         if (!sel[i])
             continue;
@@ -708,7 +721,10 @@ static int region_identify(const rf_matcher_t *m, const rf_region_t *r, const un
         has_erf |= n->op == RF_OP_ERF || (n->op == RF_OP_GELU && !gelu_is_tanh(n));
         has_tanh |= n->op == RF_OP_TANH || (n->op == RF_OP_GELU && gelu_is_tanh(n));
         has_sig |= n->op == RF_OP_SIGMOID || n->op == RF_OP_EXP;
+        has_sp |= n->op == RF_OP_SOFTPLUS;
+        has_log |= n->op == RF_OP_LOG;
     }
+    has_sp |= has_log && has_sig; /* log(1 + exp(x)) */
     /* Each function with the op that must define it. */
     const struct {
         rf_chain_fn_t fn;
@@ -719,7 +735,8 @@ static int region_identify(const rf_matcher_t *m, const rf_region_t *r, const un
                 {RF_CHAIN_FN_GELU_TANH, has_tanh},
                 {RF_CHAIN_FN_SILU, has_sig},
                 {RF_CHAIN_FN_SIGMOID, has_sig},
-                {RF_CHAIN_FN_TANH, has_tanh || has_sig}};
+                {RF_CHAIN_FN_TANH, has_tanh || has_sig},
+                {RF_CHAIN_FN_SOFTPLUS, has_sp}};
     for (size_t f = 0; f < sizeof cand / sizeof cand[0]; f++) {
         if (!cand[f].defined)
             continue;
@@ -833,7 +850,8 @@ static rf_status_t match_act(rf_matcher_t *m, int k, int *out_matched) {
     if (best < 0)
         return refuse(m, k,
                       "the elementwise function of '%s' that starts here is not one rowfuse "
-                      "compiles (relu, gelu with erf or tanh, silu, sigmoid, tanh); a scale or "
+                      "compiles (relu, gelu with erf or tanh, silu, sigmoid, tanh, softplus); a "
+                      "scale or "
                       "shift by a constant can be folded into the neighbouring linear",
                       vl(m, r.in)->name);
     int out = nd(m, r.nodes[best])->outputs[0];

@@ -54,6 +54,8 @@ static float act32(rf_chain_fn_t fn, float x) {
         return 1.0f / (1.0f + expf(-x));
     case RF_CHAIN_FN_TANH:
         return tanhf(x);
+    case RF_CHAIN_FN_SOFTPLUS:
+        return (x > 0.0f ? x : 0.0f) + log1pf(expf(-fabsf(x)));
     default:
         return x;
     }

@@ -57,6 +57,9 @@ static const char *const rf_op_names[RF_OP_COUNT_] = {
     [RF_OP_CONCAT] = "Concat",
     [RF_OP_GATHER] = "Gather",
     [RF_OP_CUMSUM] = "CumSum",
+    [RF_OP_SOFTPLUS] = "Softplus",
+    [RF_OP_GREATER] = "Greater",
+    [RF_OP_WHERE] = "Where",
 };
 
 const char *rf_op_name(rf_op_t op) {

@@ -88,6 +88,29 @@ static rf_status_t infer_elementwise(rf_infer_t *c) {
     return rf_broadcast(&a->shape, &b->shape, &c->sh[0]);
 }
 
+/* Greater: two operands of one dtype, broadcast, a bool result. */
+static rf_status_t infer_compare(rf_infer_t *c) {
+    RF_RETURN_IF_ERROR_PLAIN(rf_need_inputs(c, 2, 2));
+    const rf_value_t *a = in_val(c, 0), *b = in_val(c, 1);
+    RF_RETURN_IF_ERROR_PLAIN(rf_check_same_dtype(a, b));
+    c->dt[0] = RF_DTYPE_BOOL;
+    return rf_broadcast(&a->shape, &b->shape, &c->sh[0]);
+}
+
+/* Where(cond, x, y): a bool condition, x and y of one dtype, the three broadcast. */
+static rf_status_t infer_where(rf_infer_t *c) {
+    RF_RETURN_IF_ERROR_PLAIN(rf_need_inputs(c, 3, 3));
+    const rf_value_t *k = in_val(c, 0), *x = in_val(c, 1), *y = in_val(c, 2);
+    if (k->dtype != RF_DTYPE_BOOL)
+        return RF_ERR(RF_CODE_SHAPE_ERROR, "Where's condition '%s' is %s, not bool", k->name,
+                      rf_dtype_name(k->dtype));
+    RF_RETURN_IF_ERROR_PLAIN(rf_check_same_dtype(x, y));
+    rf_shape_t xy;
+    RF_RETURN_IF_ERROR_PLAIN(rf_broadcast(&x->shape, &y->shape, &xy));
+    c->dt[0] = x->dtype;
+    return rf_broadcast(&k->shape, &xy, &c->sh[0]);
+}
+
 static rf_status_t infer_unary(rf_infer_t *c) {
     RF_RETURN_IF_ERROR_PLAIN(rf_need_inputs(c, 1, 1));
     c->dt[0] = in_val(c, 0)->dtype;
@@ -590,8 +613,15 @@ rf_status_t rf_shape_infer_node(const rf_graph_t *g, int k,
     case RF_OP_EXP:
     case RF_OP_LOG:
     case RF_OP_ABS:
+    case RF_OP_SOFTPLUS:
     case RF_OP_IDENTITY:
         st = infer_unary(&c);
+        break;
+    case RF_OP_GREATER:
+        st = infer_compare(&c);
+        break;
+    case RF_OP_WHERE:
+        st = infer_where(&c);
         break;
     case RF_OP_CAST:
         st = infer_cast(&c);

@@ -274,7 +274,10 @@ static rf_ref_kernel_fn rf_ref_kernel_for(rf_op_t op) {
     case RF_OP_MUL:
     case RF_OP_DIV:
     case RF_OP_POW:
+    case RF_OP_GREATER:
         return rf_ref_binary;
+    case RF_OP_WHERE:
+        return rf_ref_where;
     case RF_OP_RELU:
     case RF_OP_GELU:
     case RF_OP_SIGMOID:
@@ -286,6 +289,7 @@ static rf_ref_kernel_fn rf_ref_kernel_for(rf_op_t op) {
     case RF_OP_EXP:
     case RF_OP_LOG:
     case RF_OP_ABS:
+    case RF_OP_SOFTPLUS:
         return rf_ref_unary;
     case RF_OP_CAST:
         return rf_ref_cast;

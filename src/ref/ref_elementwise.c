@@ -85,6 +85,10 @@ rf_status_t rf_ref_unary(rf_ref_ctx_t *ctx, const rf_node_t *node) {
         for (int64_t e = 0; e < n; e++)
             y[e] = fabs(in[e]);
         break;
+    case RF_OP_SOFTPLUS: /* ln(exp(x) + 1), without overflow */
+        for (int64_t e = 0; e < n; e++)
+            y[e] = (in[e] > 0.0 ? in[e] : 0.0) + log1p(exp(-fabs(in[e])));
+        break;
     default:
         return RF_ERR(RF_CODE_INTERNAL, "op '%s' is not unary", rf_op_name(node->op));
     }
@@ -137,6 +141,9 @@ rf_status_t rf_ref_binary(rf_ref_ctx_t *ctx, const rf_node_t *node) {
         case RF_OP_POW:
             r = pow(u, v);
             break;
+        case RF_OP_GREATER:
+            r = u > v ? 1.0 : 0.0;
+            break;
         default:
             return RF_ERR(RF_CODE_INTERNAL, "op '%s' is not binary", rf_op_name(node->op));
         }
@@ -147,6 +154,43 @@ rf_status_t rf_ref_binary(rf_ref_ctx_t *ctx, const rf_node_t *node) {
             ob += sb[d];
             if (idx[d] < os.dims[d])
                 break;
+            oa -= sa[d] * os.dims[d];
+            ob -= sb[d] * os.dims[d];
+            idx[d] = 0;
+        }
+    }
+    return RF_OK;
+}
+
+rf_status_t rf_ref_where(rf_ref_ctx_t *ctx, const rf_node_t *node) {
+    const rf_ref_buf_t *k, *a, *b;
+    RF_RETURN_IF_ERROR_PLAIN(rf_ref_input_required(ctx, node, 0, "condition", &k));
+    RF_RETURN_IF_ERROR_PLAIN(rf_ref_input_required(ctx, node, 1, "X", &a));
+    RF_RETURN_IF_ERROR_PLAIN(rf_ref_input_required(ctx, node, 2, "Y", &b));
+    rf_shape_t ab, os;
+    RF_RETURN_IF_ERROR_PLAIN(rf_ref_broadcast_shape(&a->shape, &b->shape, &ab));
+    RF_RETURN_IF_ERROR_PLAIN(rf_ref_broadcast_shape(&k->shape, &ab, &os));
+    double *y;
+    RF_RETURN_IF_ERROR_PLAIN(rf_ref_output(ctx, node, 0, &os, &y));
+    if (!y)
+        return RF_OK;
+    int64_t sk[RF_MAX_RANK], sa[RF_MAX_RANK], sb[RF_MAX_RANK], idx[RF_MAX_RANK] = {0};
+    rf_ref_broadcast_strides(&k->shape, &os, sk);
+    rf_ref_broadcast_strides(&a->shape, &os, sa);
+    rf_ref_broadcast_strides(&b->shape, &os, sb);
+    int64_t n = 1, ok_ = 0, oa = 0, ob = 0;
+    for (int d = 0; d < os.rank; d++)
+        n *= os.dims[d];
+    for (int64_t e = 0; e < n; e++) {
+        y[e] = k->data[ok_] != 0.0 ? a->data[oa] : b->data[ob];
+        for (int d = os.rank - 1; d >= 0; d--) {
+            idx[d]++;
+            ok_ += sk[d];
+            oa += sa[d];
+            ob += sb[d];
+            if (idx[d] < os.dims[d])
+                break;
+            ok_ -= sk[d] * os.dims[d];
             oa -= sa[d] * os.dims[d];
             ob -= sb[d] * os.dims[d];
             idx[d] = 0;

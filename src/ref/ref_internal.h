@@ -74,6 +74,7 @@ double rf_ref_round_bf16(double x);
 /* ref_elementwise.c */
 rf_status_t rf_ref_unary(rf_ref_ctx_t *ctx, const rf_node_t *node);
 rf_status_t rf_ref_binary(rf_ref_ctx_t *ctx, const rf_node_t *node);
+rf_status_t rf_ref_where(rf_ref_ctx_t *ctx, const rf_node_t *node);
 rf_status_t rf_ref_cast(rf_ref_ctx_t *ctx, const rf_node_t *node);
 /* ref_matmul.c */
 rf_status_t rf_ref_matmul(rf_ref_ctx_t *ctx, const rf_node_t *node);

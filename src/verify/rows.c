@@ -482,6 +482,9 @@ static rf_status_t rule_node(rf_rows_t *r) {
     case RF_OP_EXP:
     case RF_OP_LOG:
     case RF_OP_ABS:
+    case RF_OP_SOFTPLUS:
+    case RF_OP_GREATER:
+    case RF_OP_WHERE:
     case RF_OP_CAST:
     case RF_OP_IDENTITY:
         return rule_elementwise(r);

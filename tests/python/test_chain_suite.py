@@ -258,3 +258,56 @@ def test_softmax_stage_bound_holds_and_catches_faults(exported):
         worst = (np.abs(bad - y) / bound).max()
         print(f"softmax fault {fault}: worst / bound {worst:.2f}")
         assert worst > 1.0, fault
+
+
+class _Density(torch.nn.Module):
+    """A NeRF-style density head: two hidden ReLU layers, one output through softplus
+    (`f` gives the softplus: nn.Softplus, or written out as log(1 + exp(x)))."""
+
+    def __init__(self, f):
+        super().__init__()
+        self.f = f
+        self.a = torch.nn.Linear(32, 64)
+        self.b = torch.nn.Linear(64, 64)
+        self.c = torch.nn.Linear(64, 4)
+
+    def forward(self, x):
+        return self.f(self.c(torch.relu(self.b(torch.relu(self.a(x))))))
+
+
+@pytest.mark.parametrize(
+    "name,f",
+    [("op", torch.nn.Softplus()), ("written", lambda h: torch.log(1.0 + torch.exp(h)))],
+)
+def test_softplus_matches_and_agrees(name, f, tmp_path):
+    """Softplus (the ONNX op, or log(1 + exp(x)) spelled out) is the activation of the last
+    linear's epilogue; the fp64 chain is the model's function and the mixed one lies
+    within its bound on fresh rows of scale 4 (softplus over both of its regimes)."""
+    torch.manual_seed(5)
+    module = _Density(f).eval()
+    path = export(module, torch.randn(16, 32), 16, str(tmp_path / f"sp_{name}.onnx"))
+    desc, (cin, cout, _) = chain_of(path)
+    stages = [_summary(ln) for ln in desc.splitlines()[1:]]
+    assert stages == ["linear + b, relu", "linear + b, relu", "linear + b, softplus"], desc
+    rng = np.random.default_rng(7)
+    x16 = (4.0 * rng.standard_normal((512, cin))).astype(np.float16)
+    with torch.no_grad():
+        want = module.double()(torch.from_numpy(x16.astype(np.float64))).numpy()
+    y64, b64 = reference(path, x16, mixed=False)
+    np.testing.assert_allclose(y64, want, rtol=1e-9, atol=1e-9)
+    ymx, bmx = reference(path, x16, mixed=True)
+    assert (np.abs(ymx - want) <= b64).all()
+    # an fp32 model of the kernel (fp16 stores, fp32 accumulation, the kernel's softplus
+    # form) within the mixed bound; softplus swapped for ReLU (a wrong activation) is not
+    f32 = np.float32
+
+    def lin(v, layer):
+        w = layer.weight.detach().float().numpy().T.astype(np.float16).astype(f32)
+        return v.astype(f32) @ w + layer.bias.detach().float().numpy()
+
+    h = np.maximum(lin(x16, module.a), f32(0)).astype(np.float16)
+    h = np.maximum(lin(h, module.b), f32(0)).astype(np.float16)
+    z = lin(h, module.c)
+    ok = np.maximum(z, f32(0)) + np.log1p(np.exp(-np.abs(z)))
+    assert (np.abs(ok.astype(np.float64) - ymx) <= bmx).all()
+    assert (np.abs(np.maximum(z, f32(0)).astype(np.float64) - ymx) > bmx).any()

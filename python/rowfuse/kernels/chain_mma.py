@@ -60,7 +60,7 @@ from cutlass.cute.nvgpu import warp
 from rowfuse.kernels.rowfuse_kernels import SpecError, TileOps, _vec_elems
 
 MODE = "chain_mma"
-ACTS = ("relu", "gelu_erf", "gelu_tanh", "silu", "sigmoid", "tanh", "identity")
+ACTS = ("relu", "gelu_erf", "gelu_tanh", "silu", "sigmoid", "tanh", "identity", "softplus")
 # The norm kinds (src/chain/chain.h's RF_CHAIN_NORM_LIST) and the parameters each has in
 # the spec; norm_stage computes them
 NORMS = {"layernorm": ("eps", "gamma", "beta"), "rmsnorm": ("eps", "gamma"), "softmax": ()}
@@ -428,6 +428,9 @@ def _act(fn: str, x):
         return x / (f32(1.0) + cute.math.exp(-x))
     if fn == "tanh":
         return cute.math.tanh(x)
+    if fn == "softplus":  # max(x, 0) + ln(1 + exp(-|x|)): no overflow
+        neg_abs = cute.arch.fmin(x, -x)
+        return cute.arch.fmax(x, f32(0.0)) + cute.math.log1p(cute.math.exp(neg_abs))
     raise SpecError(f"unknown activation {fn!r}")
 
 
