@@ -434,6 +434,36 @@ def _act(fn: str, x):
     raise SpecError(f"unknown activation {fn!r}")
 
 
+@cute.jit
+def row_norm_stats(
+    src: cute.Tensor, r, lane, width: cutlass.Constexpr, centred: cutlass.Constexpr, eps
+):
+    """(mean, rstd) of row r of `src` over its first `width` columns, computed by one warp
+    (lanes over the columns, fp32 sums with butterfly shuffles): LayerNorm (centred) the
+    mean, then the mean of the squared deviations; RMSNorm a mean of 0 and the mean square.
+    Shared by the chain kernels' norm stage and the streaming kernel's norm of X."""
+    f32 = cutlass.Float32
+    nsum = (width + 31) // 32
+    inv_n = f32(1.0 / width)
+    acc = f32(0.0)
+    mean = f32(0.0)
+    if cutlass.const_expr(centred):
+        for j in cutlass.range(nsum):
+            c = j * 32 + lane
+            if c < width:
+                acc = acc + src[r, c].to(f32)
+        mean = cute.arch.warp_reduction_sum(acc) * inv_n
+        acc = f32(0.0)
+    for j in cutlass.range(nsum):
+        c = j * 32 + lane
+        if c < width:
+            d = src[r, c].to(f32) - mean
+            acc = acc + d * d
+    var = cute.arch.warp_reduction_sum(acc) * inv_n
+    rstd = f32(1.0) / cute.math.sqrt(var + f32(eps))
+    return mean, rstd
+
+
 class ChainKernel(TileOps):
     """Generates the chain_mma kernel of a `ChainPlan` (see module docstring)."""
 
@@ -771,8 +801,8 @@ class ChainKernel(TileOps):
 
     @cute.jit
     def moment_norm_stage(self, ctx, s: cutlass.Constexpr):
-        """LayerNorm / RMSNorm over the features of each row: one warp per row, lanes
-        over the columns, statistics in fp32 with butterfly shuffles."""
+        """LayerNorm / RMSNorm over the features of each row: one warp per row
+        (row_norm_stats), then scale (gamma) and shift (beta)."""
         mWh, mWf, mY, slots, base, row0, nrows, tid = ctx
         f32 = cutlass.Float32
         p = self.p
@@ -780,35 +810,14 @@ class ChainKernel(TileOps):
         dst = p.values[s.dst]
         width = src.width
         ncol = (dst.padded_width + 31) // 32
-        nsum = (width + 31) // 32
         warp_id = tid // 32
         lane = tid % 32
-        inv_n = f32(1.0 / width)
         for rr in cutlass.range_constexpr((self.tm + p.warps - 1) // p.warps):
             r = warp_id + rr * p.warps
             if r < self.tm:
-                acc = f32(0.0)
-                mean = f32(0.0)
-                if cutlass.const_expr(s.kind == "layernorm"):
-                    for j in cutlass.range(nsum):
-                        c = j * 32 + lane
-                        if c < width:
-                            acc = acc + self.load(slots[s.src], self.f16(s.src), r, c)
-                    mean = cute.arch.warp_reduction_sum(acc) * inv_n
-                    acc = f32(0.0)
-                    for j in cutlass.range(nsum):
-                        c = j * 32 + lane
-                        if c < width:
-                            d = self.load(slots[s.src], self.f16(s.src), r, c) - mean
-                            acc = acc + d * d
-                else:
-                    for j in cutlass.range(nsum):
-                        c = j * 32 + lane
-                        if c < width:
-                            x = self.load(slots[s.src], self.f16(s.src), r, c)
-                            acc = acc + x * x
-                var = cute.arch.warp_reduction_sum(acc) * inv_n
-                rstd = f32(1.0) / cute.math.sqrt(var + f32(s.eps))
+                mean, rstd = row_norm_stats(
+                    slots[s.src], r, lane, width, s.kind == "layernorm", s.eps
+                )
                 for j in cutlass.range(ncol):
                     c = j * 32 + lane
                     v = f32(0.0)

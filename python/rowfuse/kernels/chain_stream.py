@@ -46,7 +46,7 @@ import cutlass
 import cutlass.cute as cute
 from cutlass.cute.nvgpu import warp
 
-from rowfuse.kernels.chain_mma import _act, _int, _stage_from_spec
+from rowfuse.kernels.chain_mma import _act, _int, _stage_from_spec, row_norm_stats
 from rowfuse.kernels.rowfuse_kernels import SpecError, TileOps, _vec_elems
 
 MODE = "chain_stream"
@@ -458,30 +458,13 @@ class StreamKernel(TileOps):
         s = p.norm
         f32 = cutlass.Float32
         C = p.in_width
-        nsum = (C + 31) // 32
         ncol = (p.x_cols + 31) // 32
         warp_id = tid // 32
         lane = tid % 32
-        inv_n = f32(1.0 / C)
         for rr in cutlass.range_constexpr((self.tm + p.warps - 1) // p.warps):
             r = warp_id + rr * p.warps
             if r < self.tm:
-                acc = f32(0.0)
-                mean = f32(0.0)
-                if cutlass.const_expr(s.kind == "layernorm"):
-                    for j in cutlass.range(nsum):
-                        c = j * 32 + lane
-                        if c < C:
-                            acc = acc + sX[r, c].to(f32)
-                    mean = cute.arch.warp_reduction_sum(acc) * inv_n
-                    acc = f32(0.0)
-                for j in cutlass.range(nsum):
-                    c = j * 32 + lane
-                    if c < C:
-                        d = sX[r, c].to(f32) - mean
-                        acc = acc + d * d
-                var = cute.arch.warp_reduction_sum(acc) * inv_n
-                rstd = f32(1.0) / cute.math.sqrt(var + f32(s.eps))
+                mean, rstd = row_norm_stats(sX, r, lane, C, s.kind == "layernorm", s.eps)
                 for j in cutlass.range(ncol):
                     c = j * 32 + lane
                     if c < p.x_cols:
