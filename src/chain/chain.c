@@ -78,6 +78,28 @@ double rf_chain_fn_eval(rf_chain_fn_t fn, double x) {
     }
 }
 
+float rf_chain_fn_eval32(rf_chain_fn_t fn, float x) {
+    switch (fn) {
+    case RF_CHAIN_FN_RELU:
+        return x < 0.0f ? 0.0f : x;
+    case RF_CHAIN_FN_GELU_ERF:
+        return 0.5f * x * (1.0f + erff(x * 0.70710678f));
+    case RF_CHAIN_FN_GELU_TANH:
+        return 0.5f * x * (1.0f + tanhf(0.79788456f * (x + 0.044715f * x * x * x)));
+    case RF_CHAIN_FN_SILU:
+        return x / (1.0f + expf(-x));
+    case RF_CHAIN_FN_SIGMOID:
+        return 1.0f / (1.0f + expf(-x));
+    case RF_CHAIN_FN_TANH:
+        return tanhf(x);
+    case RF_CHAIN_FN_SOFTPLUS:
+        return (x > 0.0f ? x : 0.0f) + log1pf(expf(-fabsf(x)));
+    case RF_CHAIN_FN_IDENTITY:
+    default:
+        return x;
+    }
+}
+
 /* sup |f'|: GELU (both forms) reaches 1.1289 near x = 2.4, SiLU 1.0998 near x = 2.4. */
 double rf_chain_fn_lipschitz(rf_chain_fn_t fn) {
     switch (fn) {

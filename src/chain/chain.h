@@ -172,6 +172,8 @@ void rf_chain_describe(const rf_chain_t *chain, char *buf, size_t size);
 
 /* f(x) in double, and sup |f'| (the Lipschitz constant) over the reals. */
 double rf_chain_fn_eval(rf_chain_fn_t fn, double x);
+/* F in fp32 as the kernels compute it (the CPU models of a kernel: split.c, the tests). */
+float rf_chain_fn_eval32(rf_chain_fn_t fn, float x);
 double rf_chain_fn_lipschitz(rf_chain_fn_t fn);
 
 /* ---- match.c: the verified graph -> chain ---- */

@@ -40,27 +40,6 @@ rf_status_t rf_chain_split_covered(int64_t k, int64_t slice, int64_t blocks) {
 
 /* ---- the fp32 model ---- */
 
-static float act32(rf_chain_fn_t fn, float x) {
-    switch (fn) {
-    case RF_CHAIN_FN_RELU:
-        return x < 0.0f ? 0.0f : x;
-    case RF_CHAIN_FN_GELU_ERF:
-        return 0.5f * x * (1.0f + erff(x * 0.70710678f));
-    case RF_CHAIN_FN_GELU_TANH:
-        return 0.5f * x * (1.0f + tanhf(0.79788456f * (x + 0.044715f * x * x * x)));
-    case RF_CHAIN_FN_SILU:
-        return x / (1.0f + expf(-x));
-    case RF_CHAIN_FN_SIGMOID:
-        return 1.0f / (1.0f + expf(-x));
-    case RF_CHAIN_FN_TANH:
-        return tanhf(x);
-    case RF_CHAIN_FN_SOFTPLUS:
-        return (x > 0.0f ? x : 0.0f) + log1pf(expf(-fabsf(x)));
-    default:
-        return x;
-    }
-}
-
 static float store(rf_dtype_t dt, float v) {
     return dt == RF_DTYPE_F16 ? rf_f16_to_f32(rf_f32_to_f16(v)) : v;
 }
@@ -148,7 +127,7 @@ rf_status_t rf_chain_split_emulate(const rf_chain_t *c, const uint16_t *x, int64
                     for (int e = 0; e < st->n_epi; e++) {
                         const rf_chain_epi_t *ep = &st->epi[e];
                         if (ep->op == RF_CHAIN_EPI_ACT)
-                            t = act32(ep->fn, t);
+                            t = rf_chain_fn_eval32(ep->fn, t);
                         else if (ep->op == RF_CHAIN_EPI_ADD)
                             t += vals[off[ep->src] + j];
                         else
@@ -161,12 +140,12 @@ rf_status_t rf_chain_split_emulate(const rf_chain_t *c, const uint16_t *x, int64
                 for (int64_t j = 0; j < W; j++) {
                     float g = dot32(a, st->w, st->n, j, 0, st->k) + (st->b ? st->b[j] : 0.0f);
                     float u = dot32(a, st->wu, st->n, j, 0, st->k) + (st->bu ? st->bu[j] : 0.0f);
-                    y[j] = store(dt, act32(st->fn, g) * u);
+                    y[j] = store(dt, rf_chain_fn_eval32(st->fn, g) * u);
                 }
                 break;
             case RF_CHAIN_ACT:
                 for (int64_t j = 0; j < W; j++)
-                    y[j] = store(dt, act32(st->fn, a[j]));
+                    y[j] = store(dt, rf_chain_fn_eval32(st->fn, a[j]));
                 break;
             case RF_CHAIN_ADD:
                 for (int64_t j = 0; j < W; j++)

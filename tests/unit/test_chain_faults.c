@@ -147,25 +147,6 @@ static rf_chain_t *random_chain(rf_rng_t *r, fault_t need) {
 
 /* ---- the kernel model ---- */
 
-static float fn32(rf_chain_fn_t fn, float x) {
-    switch (fn) {
-    case RF_CHAIN_FN_RELU:
-        return x > 0.0f ? x : 0.0f;
-    case RF_CHAIN_FN_GELU_ERF:
-        return 0.5f * x * (1.0f + erff(x * 0.70710678f));
-    case RF_CHAIN_FN_GELU_TANH:
-        return 0.5f * x * (1.0f + tanhf(0.7978845608f * (x + 0.044715f * x * x * x)));
-    case RF_CHAIN_FN_SILU:
-        return x / (1.0f + expf(-x));
-    case RF_CHAIN_FN_SIGMOID:
-        return 1.0f / (1.0f + expf(-x));
-    case RF_CHAIN_FN_TANH:
-        return tanhf(x);
-    default:
-        return x;
-    }
-}
-
 static float h16(float x) {
     return rf_f16_to_f32(rf_f32_to_f16(x));
 }
@@ -206,7 +187,7 @@ static void model_row(const rf_chain_t *c, const uint16_t *x, float *vals[], fau
                             fn = RF_CHAIN_FN_GELU_TANH;
                         if (fault == FAULT_SKIP_STAGE && !skipped)
                             fn = RF_CHAIN_FN_IDENTITY;
-                        t = fn32(fn, t);
+                        t = rf_chain_fn_eval32(fn, t);
                     } else if (ep->op == RF_CHAIN_EPI_ADD) {
                         if (fault != FAULT_NO_RESIDUAL)
                             t += vals[ep->src][j];
@@ -227,7 +208,7 @@ static void model_row(const rf_chain_t *c, const uint16_t *x, float *vals[], fau
                 rf_chain_fn_t fn = st->fn;
                 if (fault == FAULT_GELU_TANH && fn == RF_CHAIN_FN_GELU_ERF)
                     fn = RF_CHAIN_FN_GELU_TANH;
-                o[j] = fn32(fn, g) * u;
+                o[j] = rf_chain_fn_eval32(fn, g) * u;
             }
             break;
         case RF_CHAIN_ACT: {
@@ -235,7 +216,7 @@ static void model_row(const rf_chain_t *c, const uint16_t *x, float *vals[], fau
                 fault == FAULT_SKIP_STAGE && !skipped ? RF_CHAIN_FN_IDENTITY : st->fn;
             skipped = 1;
             for (int64_t j = 0; j < W; j++)
-                o[j] = fn32(fn, in[j]);
+                o[j] = rf_chain_fn_eval32(fn, in[j]);
             break;
         }
         case RF_CHAIN_ADD:
