@@ -348,21 +348,10 @@ static rf_status_t read_facts(const char *path, rf_chain_plan_t *p) {
     return st;
 }
 
-/* Runs python -m rowfuse.kernels.build on the spec; a generator that does not know
- * chain_mma (or is missing) fails with what is missing, never a crash. */
+/* The generator on the chain's spec; a generator that does not know chain_mma (or is
+ * missing) fails with what is missing, never a crash. */
 static rf_status_t run_generator(const rf_compile_options_t *o) {
-    char spec[4096];
-    snprintf(spec, sizeof spec, "%s/kernel_spec.json", o->out_dir);
-    char *argv[] = {(char *)(o->python ? o->python : "python3"),
-                    "-m",
-                    "rowfuse.kernels.build",
-                    "--spec",
-                    spec,
-                    "--out",
-                    (char *)o->out_dir,
-                    "--quiet",
-                    NULL};
-    return rf_status_annotate(rf_tool_run(argv, "kernel generator"),
+    return rf_status_annotate(rf_compile_run_generator(o),
                               "building the chain_mma kernel of %s/kernel_spec.json (the "
                               "generator rowfuse.kernels.build with the CuTe DSL)",
                               o->out_dir);

@@ -79,6 +79,10 @@ rf_status_t rf_kernel_spec_write(const rf_plan_t *plan, const char *path);
 void rf_target_json_write(rf_json_writer_t *w, const rf_target_t *t);
 /* Creates `path` and its missing parents (mkdir -p); an existing folder is fine. */
 rf_status_t rf_compile_mkdir_p(const char *path);
+/* Runs the kernel generator (`python -m rowfuse.kernels.build`, options->python or python3)
+ * on OUT_DIR/kernel_spec.json; it writes the kernels, the library and kernels.json (facts)
+ * into the package. */
+rf_status_t rf_compile_run_generator(const rf_compile_options_t *options);
 
 /* Reads the facts the generator reported in `path` (kernels.json): each kernel's
  * registers (matched by name) and the generator's name and version. */

@@ -63,9 +63,7 @@ static rf_status_t write_weights(const rf_mlp_weights_t *w, const char *dir, rf_
     return RF_OK;
 }
 
-/* Runs the kernel generator (the Python module rowfuse.kernels.build) on kernel_spec.json;
- * it writes the kernels, the library and kernels.json (facts) into the package. */
-static rf_status_t run_generator(const rf_compile_options_t *o) {
+rf_status_t rf_compile_run_generator(const rf_compile_options_t *o) {
     char spec[4096];
     snprintf(spec, sizeof spec, "%s/kernel_spec.json", o->out_dir);
     char *argv[] = {(char *)(o->python ? o->python : "python3"),
@@ -113,7 +111,7 @@ rf_status_t rf_compile_package(const rf_mlp_weights_t *w, const char *graph_hash
         st = rf_kernel_spec_write(p, path);
     }
     if (!st)
-        st = run_generator(o);
+        st = rf_compile_run_generator(o);
     if (!st) {
         snprintf(path, sizeof path, "%s/kernels.json", o->out_dir);
         st = rf_kernel_facts_read(path, p);
