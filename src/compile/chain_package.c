@@ -357,6 +357,30 @@ static rf_status_t run_generator(const rf_compile_options_t *o) {
                               o->out_dir);
 }
 
+/* The options of the checks' tests a chain package takes: the chain_stream kernel's planted
+ * faults; the other faults and the checking build (--check-delay) are the residual MLP's
+ * kernels', refused here rather than ignored. */
+static rf_status_t chain_test_options(const rf_compile_options_t *o) {
+    if (o->check_delay > 0)
+        return RF_ERR(RF_CODE_UNSUPPORTED,
+                      "--check-delay: the checking build exists for the residual MLP's "
+                      "schedules; the chain kernels have none yet");
+    if (!o->fault)
+        return RF_OK;
+    const char *name, *what, *schedules;
+    for (int i = 0; rf_compile_fault_info(i, &name, &what, &schedules); i++)
+        if (!strcmp(name, o->fault))
+            return !strcmp(schedules, "chain-stream")
+                       ? RF_OK
+                       : RF_ERR(RF_CODE_UNSUPPORTED,
+                                "--plant-fault %s is planted in the residual MLP's kernels (%s); "
+                                "a chain package takes stream-no-fence or stream-early-reduce",
+                                o->fault, schedules);
+    return RF_ERR(RF_CODE_INVALID_ARGUMENT,
+                  "--plant-fault %s: no such fault (`rowfuse compile --plant-fault list`)",
+                  o->fault);
+}
+
 static rf_status_t compile_chain(const rf_chain_t *c, const rf_compile_options_t *o,
                                  rf_chain_plan_t *p) {
     rf_target_t t;
@@ -364,6 +388,7 @@ static rf_status_t compile_chain(const rf_chain_t *c, const rf_compile_options_t
     int64_t wh_off = 0, wf_off = 0;
     if (!o->out_dir || !o->out_dir[0])
         return RF_ERR(RF_CODE_INVALID_ARGUMENT, "no output directory (-o)");
+    RF_RETURN_IF_ERROR_PLAIN(chain_test_options(o));
     if (o->schedule && strcmp(o->schedule, "auto") != 0 && strcmp(o->schedule, "chain") != 0 &&
         strcmp(o->schedule, "chain-stream") != 0)
         return RF_ERR(RF_CODE_INVALID_ARGUMENT,

@@ -123,3 +123,18 @@ def test_the_residual_mlp_compiles_as_a_chain(tmp_path):
     assert p.returncode == 0, p.stdout + p.stderr
     plan = json.loads((tmp_path / "pkg" / "plan.json").read_text())
     assert plan["block"] == "chain" and len(plan["chain"]["stages"]) == 2
+
+
+@pytest.mark.parametrize(
+    "args,needle",
+    [
+        (["--plant-fault", "no-barrier"], "planted in the residual MLP's kernels"),
+        (["--check-delay", "100"], "the chain kernels have none yet"),
+        (["--plant-fault", "bogus"], "no such fault"),
+    ],
+)
+def test_a_chain_refuses_the_mlp_kernels_test_options(args, needle, tmp_path):
+    """The checks' test options a chain package has no kernel for are refused, not
+    ignored (a package built without the fault would pass its gate as a catch missed)."""
+    p = rowfuse("compile", "--mlp", "40x32x48", "--schedule", "chain", *args, "-o", tmp_path / "p")
+    assert p.returncode != 0 and needle in p.stderr, p.stdout + p.stderr
