@@ -502,16 +502,38 @@ def _chain_weights(package: str, ch: dict):
     return out[0], out[1]
 
 
+def linear_candidates(module) -> list[list[tuple]]:
+    """Per nn.Linear of `module`, the (W^T in fp16, bias in fp32 or None) a chain stage may
+    hold for it: as it is, and with a constant per-feature scale folded in (LayerScale: the
+    compiler folds a 1-D parameter of out_features values that multiplies the output into
+    W and b, each product rounded to fp32 once, W then to fp16)."""
+    vectors = [p.detach().cpu().double().numpy() for p in module.parameters() if p.dim() == 1]
+    out = []
+    for m in module.modules():
+        if not isinstance(m, nn.Linear):
+            continue
+        w = m.weight.detach().cpu().double().numpy().T
+        b = None if m.bias is None else m.bias.detach().cpu().double().numpy()
+        cands = [
+            (w.astype(np.float32).astype(np.float16), None if b is None else b.astype(np.float32))
+        ]
+        for v in vectors:
+            if v.shape == (w.shape[1],):
+                cands.append(
+                    (
+                        (w * v).astype(np.float32).astype(np.float16),
+                        None if b is None else (b * v).astype(np.float32),
+                    )
+                )
+        out.append(cands)
+    return out
+
+
 def _check_chain_weights(module, package: str, ch: dict) -> None:
     """Raises ValueError unless every linear stage's (W, b) of the package is the fp16 W^T
     and fp32 bias of one of the module's nn.Linear layers, each layer used once."""
     wh, wf = _chain_weights(package, ch)
-    layers = []
-    for m in module.modules():
-        if isinstance(m, nn.Linear):
-            w = m.weight.detach().cpu().float().t().numpy().astype(np.float16)
-            b = None if m.bias is None else m.bias.detach().cpu().float().numpy()
-            layers.append((w, b))
+    layers = linear_candidates(module)
     used = [False] * len(layers)
 
     def same(a, b) -> bool:
@@ -534,8 +556,10 @@ def _check_chain_weights(module, package: str, ch: dict) -> None:
             hit = next(
                 (
                     j
-                    for j, (lw, lb) in enumerate(layers)
-                    if not used[j] and w is not None and same(lw, w) and same(lb, b)
+                    for j, cands in enumerate(layers)
+                    if not used[j]
+                    and w is not None
+                    and any(same(lw, w) and same(lb, b) for lw, lb in cands)
                 ),
                 None,
             )

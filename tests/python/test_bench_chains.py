@@ -21,10 +21,11 @@ from rowfuse.bench import chains  # noqa: E402
 from rowfuse.export import export  # noqa: E402
 
 
-@pytest.fixture(scope="module", params=["gpt2_ffn", "llama_ffn"])
+@pytest.fixture(scope="module", params=["gpt2_ffn", "llama_ffn", "vit_ffn_ls"])
 def package(request, tmp_path_factory):
-    """A small chain package: pre-LN GELU FFN (LayerNorm gain and shift, biases) or
-    SwiGLU with RMSNorm (a gated stage, no biases)."""
+    """A small chain package: pre-LN GELU FFN (LayerNorm gain and shift, biases), SwiGLU
+    with RMSNorm (a gated stage, no biases) or a ViT MLP with LayerScale (gamma folded into
+    the second linear's W and b)."""
     pytest.importorskip("cutlass")
     kind = request.param
     tmp = tmp_path_factory.mktemp(kind)
@@ -38,9 +39,10 @@ def package(request, tmp_path_factory):
 def test_weights_rebuilt_from_the_module(package, tmp_path):
     kind, pkg = package
     got = chains.prepare_weights(kind, str(pkg), small=True)
-    params = {e["param"] for e in got["map"]}
+    params = {e["param"] for e in got["map"]} | {e["scale"] for e in got["map"] if e["scale"]}
     module, _ = blocks.make(kind, small=True)
-    # every parameter of the block is in the map (weights, biases, norm gains and shifts)
+    # every parameter of the block is in the map (weights, biases, norm gains and shifts,
+    # a folded LayerScale)
     assert params == {n for n, _ in module.named_parameters()}, params
     # the map rebuilds the file for another module's values: the runtime's check passes
     copy = tmp_path / "pkg"
@@ -91,3 +93,20 @@ def test_summary_and_table_of_a_cell():
     assert t[2] == "| gpt2_ffn | 7 | 1.00 | 6.00 | 20.00 | 12.00 | 0.50 | rowfuse |"
     assert t[3] == "| gpt2_ffn | 64 | - | FAILED | - | - | - | - |"
     assert chains.failures({"cells": [failed]}) == ["gpt2_ffn x 64 rowfuse: x"]
+
+
+@pytest.mark.parametrize("package", ["vit_ffn_ls"], indirect=True)
+def test_the_package_check_knows_a_folded_layerscale(package):
+    """rowfuse.torch's check that a package holds the module's weights accepts W * gamma
+    where the compiler folded gamma, and refuses the same module with another gamma."""
+    import torch
+    from rowfuse import torch as rt
+
+    kind, pkg = package
+    ch = json.loads((pkg / "plan.json").read_text())["chain"]
+    module, _ = blocks.make(kind, small=True)
+    rt._check_chain_weights(module, str(pkg), ch)
+    with torch.no_grad():
+        module.gamma.mul_(1.5)
+    with pytest.raises(ValueError, match="compiled from other weights"):
+        rt._check_chain_weights(module, str(pkg), ch)

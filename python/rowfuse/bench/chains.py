@@ -116,15 +116,20 @@ def _buffers(package: str, ch: dict):
     return raw, {"wh": wh, "wf": wf}
 
 
-def _param_value(p, transposed: bool, buf: str) -> np.ndarray:
+def _param_value(p, transposed: bool, buf: str, scale=None) -> np.ndarray:
+    """The parameter as the package holds it: W^T in fp16, vectors in fp32; with `scale` (a
+    1-D parameter the compiler folded in, LayerScale) each product rounded to fp32 first."""
     a = p.detach().cpu().double().numpy()
     a = a.T if transposed else a
+    if scale is not None:
+        a = (a * scale.detach().cpu().double().numpy()).astype(np.float32)
     return a.astype(np.float16 if buf == "wh" else np.float32)
 
 
 def weight_map(module, package: str) -> list[dict]:
-    """Which parameter of `module` each weight slice of the package holds (exact values):
-    [{buf, offset, shape, param, transposed}]. ValueError naming a slice no parameter
+    """Which parameter of `module` each weight slice of the package holds (exact values),
+    with the 1-D parameter folded into it where the compiler folded one (LayerScale):
+    [{buf, offset, shape, param, tr, scale}]. ValueError naming a slice no parameter
     matches."""
     plan = json.load(open(os.path.join(package, "plan.json")))
     _, bufs = _buffers(package, plan["chain"])
@@ -134,15 +139,28 @@ def weight_map(module, package: str) -> list[dict]:
         n = int(np.prod(shape))
         have = bufs[buf][off : off + n].reshape(shape)
         hit = None
-        for name, p in params.items():
-            if tuple(p.shape[::-1] if tr else p.shape) == shape and np.array_equal(
-                _param_value(p, tr, buf), have
-            ):
-                hit = name
+        fits = [n for n, p in params.items() if tuple(p.shape[::-1] if tr else p.shape) == shape]
+        scales = [None] + [n for n, p in params.items() if tuple(p.shape) == (shape[-1],)]
+        for sc in scales:
+            for name in fits:
+                v = _param_value(params[name], tr, buf, params[sc] if sc else None)
+                if np.array_equal(v, have):
+                    hit = (name, sc)
+                    break
+            if hit:
                 break
         if hit is None:
             raise ValueError(f"{package}: the {buf} slice at {off} {shape} is no parameter")
-        out.append({"buf": buf, "offset": off, "shape": list(shape), "param": hit, "tr": tr})
+        out.append(
+            {
+                "buf": buf,
+                "offset": off,
+                "shape": list(shape),
+                "param": hit[0],
+                "tr": tr,
+                "scale": hit[1],
+            }
+        )
     return out
 
 
@@ -156,7 +174,8 @@ def write_weights(module, package: str, wmap: list[dict], ch: dict, size: int) -
     }
     params = dict(module.named_parameters())
     for e in wmap:
-        v = _param_value(params[e["param"]], e["tr"], e["buf"]).reshape(-1)
+        sc = params[e["scale"]] if e.get("scale") else None
+        v = _param_value(params[e["param"]], e["tr"], e["buf"], sc).reshape(-1)
         bufs[e["buf"]][e["offset"] : e["offset"] + v.size] = v
     raw.tofile(os.path.join(package, "weights.bin"))
 
