@@ -10,7 +10,8 @@ static const char *const rf_chain_op_names[RF_CHAIN_OP_COUNT_] = {
     "linear", "gated", "act", "add", "norm", "mul",
 };
 static const char *const rf_chain_fn_names[RF_CHAIN_FN_COUNT_] = {
-    "relu", "gelu_erf", "gelu_tanh", "silu", "sigmoid", "tanh", "identity", "softplus",
+    "relu", "gelu_erf", "gelu_tanh", "silu", "sigmoid",
+    "tanh", "identity", "softplus",  "exp",  "sin",
 };
 
 const char *rf_chain_op_name(rf_chain_op_t op) {
@@ -72,6 +73,10 @@ double rf_chain_fn_eval(rf_chain_fn_t fn, double x) {
         return tanh(x);
     case RF_CHAIN_FN_SOFTPLUS:
         return (x > 0.0 ? x : 0.0) + log1p(exp(-fabs(x)));
+    case RF_CHAIN_FN_EXP:
+        return exp(x);
+    case RF_CHAIN_FN_SIN:
+        return sin(x);
     case RF_CHAIN_FN_IDENTITY:
     default:
         return x;
@@ -94,6 +99,10 @@ float rf_chain_fn_eval32(rf_chain_fn_t fn, float x) {
         return tanhf(x);
     case RF_CHAIN_FN_SOFTPLUS:
         return (x > 0.0f ? x : 0.0f) + log1pf(expf(-fabsf(x)));
+    case RF_CHAIN_FN_EXP:
+        return expf(x);
+    case RF_CHAIN_FN_SIN:
+        return sinf(x);
     case RF_CHAIN_FN_IDENTITY:
     default:
         return x;
@@ -110,6 +119,8 @@ double rf_chain_fn_lipschitz(rf_chain_fn_t fn) {
         return 1.1;
     case RF_CHAIN_FN_SIGMOID:
         return 0.25;
+    case RF_CHAIN_FN_EXP: /* unbounded: its bound moves with the interval's ends (ref.c) */
+        return INFINITY;
     default:
         return 1.0;
     }

@@ -63,6 +63,8 @@ typedef enum rf_chain_fn {
     RF_CHAIN_FN_TANH,
     RF_CHAIN_FN_IDENTITY,
     RF_CHAIN_FN_SOFTPLUS, /* ln(1 + exp(x)) */
+    RF_CHAIN_FN_EXP,      /* exp(x), tiny-cuda-nn's Exponential */
+    RF_CHAIN_FN_SIN,      /* sin(x), tiny-cuda-nn's Sine (SIREN, after a folded scale) */
     RF_CHAIN_FN_COUNT_
 } rf_chain_fn_t;
 

@@ -12,10 +12,11 @@
  *   act      a closed region of elementwise nodes reading one value and scalar constants
  *            (nn.GELU, the erf and tanh GELU formulas, x * sigmoid(x), ...): the region's
  *            function is evaluated at 1,605 points in [-40, 40] and must equal relu,
- *            gelu_erf, gelu_tanh, silu, sigmoid, tanh, softplus or the identity within
+ *            gelu_erf, gelu_tanh, silu, sigmoid, tanh, softplus, exp, sin or the identity within
  *            1e-6 (1 + |x|) (far below fp16's resolution) and contain the op that defines
  *            it (Relu; Erf or Gelu; Tanh or Gelu(tanh); Sigmoid or Exp; Softplus, or Log
- *            and Exp); Greater and Where make piecewise forms (nn.Softplus's threshold)
+ *            and Exp; Exp; Sin); Greater and Where make piecewise forms (nn.Softplus's
+ *            threshold)
  *   add, mul Add / Mul of two row-owned values (mul is folded by rf_chain_fuse)
  * Internal values of a pattern may not be read outside it. Anything else is refused naming
  * the node and the stage kind rowfuse lacks.
@@ -581,6 +582,7 @@ static int elementwise_op(const rf_node_t *n) {
     case RF_OP_LOG:
     case RF_OP_ABS:
     case RF_OP_SOFTPLUS:
+    case RF_OP_SIN:
     case RF_OP_GREATER:
     case RF_OP_WHERE:
     case RF_OP_IDENTITY:
@@ -679,6 +681,9 @@ static double region_eval(const rf_matcher_t *m, const rf_region_t *r, const uns
         case RF_OP_SOFTPLUS:
             y = rf_chain_fn_eval(RF_CHAIN_FN_SOFTPLUS, u);
             break;
+        case RF_OP_SIN:
+            y = sin(u);
+            break;
         case RF_OP_GREATER:
             y = u > w ? 1.0 : 0.0;
             break;
@@ -713,6 +718,7 @@ static double region_eval(const rf_matcher_t *m, const rf_region_t *r, const uns
 static int region_identify(const rf_matcher_t *m, const rf_region_t *r, const unsigned char *sel,
                            int end) {
     int has_relu = 0, has_erf = 0, has_tanh = 0, has_sig = 0, has_sp = 0, has_log = 0;
+    int has_exp = 0, has_sin = 0;
     for (int i = 0; i <= end; i++) {
         if (!sel[i])
             continue;
@@ -723,6 +729,8 @@ static int region_identify(const rf_matcher_t *m, const rf_region_t *r, const un
         has_sig |= n->op == RF_OP_SIGMOID || n->op == RF_OP_EXP;
         has_sp |= n->op == RF_OP_SOFTPLUS;
         has_log |= n->op == RF_OP_LOG;
+        has_exp |= n->op == RF_OP_EXP;
+        has_sin |= n->op == RF_OP_SIN;
     }
     has_sp |= has_log && has_sig; /* log(1 + exp(x)) */
     /* Each function with the op that must define it. */
@@ -736,7 +744,9 @@ static int region_identify(const rf_matcher_t *m, const rf_region_t *r, const un
                 {RF_CHAIN_FN_SILU, has_sig},
                 {RF_CHAIN_FN_SIGMOID, has_sig},
                 {RF_CHAIN_FN_TANH, has_tanh || has_sig},
-                {RF_CHAIN_FN_SOFTPLUS, has_sp}};
+                {RF_CHAIN_FN_SOFTPLUS, has_sp},
+                {RF_CHAIN_FN_EXP, has_exp},
+                {RF_CHAIN_FN_SIN, has_sin}};
     for (size_t f = 0; f < sizeof cand / sizeof cand[0]; f++) {
         if (!cand[f].defined)
             continue;
@@ -850,7 +860,8 @@ static rf_status_t match_act(rf_matcher_t *m, int k, int *out_matched) {
     if (best < 0)
         return refuse(m, k,
                       "the elementwise function of '%s' that starts here is not one rowfuse "
-                      "compiles (relu, gelu with erf or tanh, silu, sigmoid, tanh, softplus); a "
+                      "compiles (relu, gelu with erf or tanh, silu, sigmoid, tanh, softplus, exp, "
+                      "sin); a "
                       "scale or "
                       "shift by a constant can be folded into the neighbouring linear",
                       vl(m, r.in)->name);

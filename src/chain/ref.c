@@ -64,7 +64,7 @@ static double rf_store(rf_chain_precision_t p, rf_dtype_t dt, double t, double e
 
 static int rf_fn_monotone(rf_chain_fn_t fn) {
     return fn == RF_CHAIN_FN_RELU || fn == RF_CHAIN_FN_SIGMOID || fn == RF_CHAIN_FN_TANH ||
-           fn == RF_CHAIN_FN_IDENTITY || fn == RF_CHAIN_FN_SOFTPLUS;
+           fn == RF_CHAIN_FN_IDENTITY || fn == RF_CHAIN_FN_SOFTPLUS || fn == RF_CHAIN_FN_EXP;
 }
 
 /* F applied to a value t known within e: returns F(t), *io_e becomes the bound on the
@@ -79,7 +79,7 @@ static double rf_act(rf_chain_fn_t fn, double t, double *io_e) {
     }
     double evalerr = 0.0;
     if (fn != RF_CHAIN_FN_RELU && fn != RF_CHAIN_FN_IDENTITY)
-        evalerr = RF_CHAIN_FN_ULPS * RF_U32 * (fabs(f) + L * e + fabs(t) + e);
+        evalerr = RF_CHAIN_FN_ULPS * RF_U32 * (fabs(f) + (isinf(L) ? moved : L * e) + fabs(t) + e);
     *io_e = moved + evalerr;
     return f;
 }

@@ -290,6 +290,7 @@ static rf_ref_kernel_fn rf_ref_kernel_for(rf_op_t op) {
     case RF_OP_LOG:
     case RF_OP_ABS:
     case RF_OP_SOFTPLUS:
+    case RF_OP_SIN:
         return rf_ref_unary;
     case RF_OP_CAST:
         return rf_ref_cast;

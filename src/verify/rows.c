@@ -483,6 +483,7 @@ static rf_status_t rule_node(rf_rows_t *r) {
     case RF_OP_LOG:
     case RF_OP_ABS:
     case RF_OP_SOFTPLUS:
+    case RF_OP_SIN:
     case RF_OP_GREATER:
     case RF_OP_WHERE:
     case RF_OP_CAST:

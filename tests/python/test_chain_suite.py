@@ -311,3 +311,52 @@ def test_softplus_matches_and_agrees(name, f, tmp_path):
     ok = np.maximum(z, f32(0)) + np.log1p(np.exp(-np.abs(z)))
     assert (np.abs(ok.astype(np.float64) - ymx) <= bmx).all()
     assert (np.abs(np.maximum(z, f32(0)).astype(np.float64) - ymx) > bmx).any()
+
+
+class _Siren(torch.nn.Module):
+    """A SIREN-style field (sine layers, the first scaled by omega_0 = 30) with an
+    exponential output (tiny-cuda-nn's Sine and Exponential activations)."""
+
+    def __init__(self):
+        super().__init__()
+        self.a = torch.nn.Linear(32, 64)
+        self.b = torch.nn.Linear(64, 64)
+        self.c = torch.nn.Linear(64, 3)
+
+    def forward(self, x):
+        h = torch.sin(30.0 * self.a(x))
+        return torch.exp(self.c(torch.sin(self.b(h))))
+
+
+def test_sine_and_exp_match_and_agree(tmp_path):
+    """sin and exp are activations; the constant omega_0 folds into the first linear (its
+    products rounded to fp32 once, hence the fp64 tolerance), and an fp32 model of the
+    kernel lies within the mixed bound where the same model without omega_0 does not."""
+    torch.manual_seed(11)
+    module = _Siren().eval()
+    path = export(module, torch.randn(16, 32), 16, str(tmp_path / "siren.onnx"))
+    desc, (cin, _, _) = chain_of(path)
+    stages = [_summary(ln) for ln in desc.splitlines()[1:]]
+    assert stages == ["linear + b, sin", "linear + b, sin", "linear + b, exp"], desc
+    rng = np.random.default_rng(3)
+    x16 = rng.uniform(-1, 1, (512, cin)).astype(np.float16)
+    with torch.no_grad():
+        want = module.double()(torch.from_numpy(x16.astype(np.float64))).numpy()
+    y64, b64 = reference(path, x16, mixed=False)
+    np.testing.assert_allclose(y64, want, rtol=FOLDED_TOL, atol=FOLDED_TOL)
+    ymx, bmx = reference(path, x16, mixed=True)
+    assert (np.abs(ymx - want) <= b64).all()
+    f32 = np.float32
+
+    def lin(v, layer, scale=1.0):
+        w = (layer.weight.detach().double().numpy().T * scale).astype(f32)
+        b = (layer.bias.detach().double().numpy() * scale).astype(f32)
+        return v.astype(f32) @ w.astype(np.float16).astype(f32) + b
+
+    def model(omega):
+        h = np.sin(lin(x16, module.a, omega)).astype(np.float16)
+        h = np.sin(lin(h, module.b)).astype(np.float16)
+        return np.exp(lin(h, module.c)).astype(np.float64)
+
+    assert (np.abs(model(30.0) - ymx) <= bmx).all()
+    assert (np.abs(model(1.0) - ymx) > bmx).any()

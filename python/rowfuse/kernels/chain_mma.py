@@ -60,7 +60,18 @@ from cutlass.cute.nvgpu import warp
 from rowfuse.kernels.rowfuse_kernels import SpecError, TileOps, _vec_elems
 
 MODE = "chain_mma"
-ACTS = ("relu", "gelu_erf", "gelu_tanh", "silu", "sigmoid", "tanh", "identity", "softplus")
+ACTS = (
+    "relu",
+    "gelu_erf",
+    "gelu_tanh",
+    "silu",
+    "sigmoid",
+    "tanh",
+    "identity",
+    "softplus",
+    "exp",
+    "sin",
+)
 # The norm kinds (src/chain/chain.h's RF_CHAIN_NORM_LIST) and the parameters each has in
 # the spec; norm_stage computes them
 NORMS = {"layernorm": ("eps", "gamma", "beta"), "rmsnorm": ("eps", "gamma"), "softmax": ()}
@@ -431,6 +442,10 @@ def _act(fn: str, x):
     if fn == "softplus":  # max(x, 0) + ln(1 + exp(-|x|)): no overflow
         neg_abs = cute.arch.fmin(x, -x)
         return cute.arch.fmax(x, f32(0.0)) + cute.math.log1p(cute.math.exp(neg_abs))
+    if fn == "exp":
+        return cute.math.exp(x)
+    if fn == "sin":
+        return cute.math.sin(x)
     raise SpecError(f"unknown activation {fn!r}")
 
 
