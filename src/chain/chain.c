@@ -6,13 +6,18 @@
 
 #include "chain/chain.h"
 
-static const char *const rf_chain_op_names[RF_CHAIN_OP_COUNT_] = {
+static const char *const rf_chain_op_names[] = {
     "linear", "gated", "act", "add", "norm", "mul",
 };
-static const char *const rf_chain_fn_names[RF_CHAIN_FN_COUNT_] = {
-    "relu", "gelu_erf", "gelu_tanh", "silu", "sigmoid",
-    "tanh", "identity", "softplus",  "exp",  "sin",
+static const char *const rf_chain_fn_names[] = {
+    "relu",     "gelu_erf", "gelu_tanh", "silu", "sigmoid",    "tanh",
+    "identity", "softplus", "exp",       "sin",  "leaky_relu",
 };
+
+_Static_assert(sizeof rf_chain_op_names / sizeof rf_chain_op_names[0] == RF_CHAIN_OP_COUNT_,
+               "a name for every stage op");
+_Static_assert(sizeof rf_chain_fn_names / sizeof rf_chain_fn_names[0] == RF_CHAIN_FN_COUNT_,
+               "a name for every activation");
 
 const char *rf_chain_op_name(rf_chain_op_t op) {
     return (int)op >= 0 && op < RF_CHAIN_OP_COUNT_ ? rf_chain_op_names[op] : "?";
@@ -57,7 +62,7 @@ int rf_chain_fn_from_name(const char *name) {
     return -1;
 }
 
-double rf_chain_fn_eval(rf_chain_fn_t fn, double x) {
+double rf_chain_fn_eval(rf_chain_fn_t fn, double alpha, double x) {
     switch (fn) {
     case RF_CHAIN_FN_RELU:
         return x < 0.0 ? 0.0 : x;
@@ -77,13 +82,15 @@ double rf_chain_fn_eval(rf_chain_fn_t fn, double x) {
         return exp(x);
     case RF_CHAIN_FN_SIN:
         return sin(x);
+    case RF_CHAIN_FN_LEAKY_RELU:
+        return x < 0.0 ? alpha * x : x;
     case RF_CHAIN_FN_IDENTITY:
     default:
         return x;
     }
 }
 
-float rf_chain_fn_eval32(rf_chain_fn_t fn, float x) {
+float rf_chain_fn_eval32(rf_chain_fn_t fn, float alpha, float x) {
     switch (fn) {
     case RF_CHAIN_FN_RELU:
         return x < 0.0f ? 0.0f : x;
@@ -103,6 +110,8 @@ float rf_chain_fn_eval32(rf_chain_fn_t fn, float x) {
         return expf(x);
     case RF_CHAIN_FN_SIN:
         return sinf(x);
+    case RF_CHAIN_FN_LEAKY_RELU:
+        return x < 0.0f ? alpha * x : x;
     case RF_CHAIN_FN_IDENTITY:
     default:
         return x;
@@ -110,7 +119,7 @@ float rf_chain_fn_eval32(rf_chain_fn_t fn, float x) {
 }
 
 /* sup |f'|: GELU (both forms) reaches 1.1289 near x = 2.4, SiLU 1.0998 near x = 2.4. */
-double rf_chain_fn_lipschitz(rf_chain_fn_t fn) {
+double rf_chain_fn_lipschitz(rf_chain_fn_t fn, double alpha) {
     switch (fn) {
     case RF_CHAIN_FN_GELU_ERF:
     case RF_CHAIN_FN_GELU_TANH:
@@ -121,6 +130,8 @@ double rf_chain_fn_lipschitz(rf_chain_fn_t fn) {
         return 0.25;
     case RF_CHAIN_FN_EXP: /* unbounded: its bound moves with the interval's ends (ref.c) */
         return INFINITY;
+    case RF_CHAIN_FN_LEAKY_RELU:
+        return fabs(alpha) > 1.0 ? fabs(alpha) : 1.0;
     default:
         return 1.0;
     }
@@ -243,7 +254,7 @@ rf_status_t rf_chain_validate(const rf_chain_t *c) {
             for (int e = 0; e < st->n_epi; e++) {
                 const rf_chain_epi_t *ep = &st->epi[e];
                 if (ep->op == RF_CHAIN_EPI_ACT) {
-                    if ((int)ep->fn < 0 || ep->fn >= RF_CHAIN_FN_COUNT_)
+                    if ((int)ep->fn < 0 || ep->fn >= RF_CHAIN_FN_COUNT_ || !isfinite(ep->alpha))
                         return RF_ERR(RF_CODE_INVALID_ARGUMENT, "stage %d: epilogue %d fn %d", s, e,
                                       (int)ep->fn);
                     continue;
@@ -254,7 +265,7 @@ rf_status_t rf_chain_validate(const rf_chain_t *c) {
             break;
         case RF_CHAIN_ACT:
             RF_RETURN_IF_ERROR_PLAIN(rf_chain_check_operand(c, s, st->src, w, "the input"));
-            if ((int)st->fn < 0 || st->fn >= RF_CHAIN_FN_COUNT_)
+            if ((int)st->fn < 0 || st->fn >= RF_CHAIN_FN_COUNT_ || !isfinite(st->alpha))
                 return RF_ERR(RF_CODE_INVALID_ARGUMENT, "stage %d: fn %d", s, (int)st->fn);
             break;
         case RF_CHAIN_ADD:
@@ -360,6 +371,7 @@ static int rf_chain_fold_gated(rf_chain_t *c) {
             gated.wu = up->w;
             gated.bu = up->b;
             gated.fn = c->stages[pa].fn;
+            gated.alpha = c->stages[pa].alpha;
             gated.node = g->node;
             c->stages[m] = gated;
             int rm[3] = {pg, pa, pu}; /* remove from the highest index down */
@@ -391,7 +403,7 @@ static int rf_chain_fold_epilogue(rf_chain_t *c) {
                 c->stages[p].n_epi >= RF_CHAIN_MAX_EPILOGUE ||
                 (st->op != RF_CHAIN_ACT && other == v))
                 continue;
-            rf_chain_epi_t ep = {RF_CHAIN_EPI_ACT, st->fn, -1};
+            rf_chain_epi_t ep = {RF_CHAIN_EPI_ACT, st->fn, -1, st->alpha};
             if (st->op != RF_CHAIN_ACT) {
                 ep.op = st->op == RF_CHAIN_ADD ? RF_CHAIN_EPI_ADD : RF_CHAIN_EPI_MUL;
                 ep.src = other;
@@ -494,8 +506,12 @@ void rf_chain_describe(const rf_chain_t *c, char *buf, size_t size) {
                    st->b ? " + b" : "");
             if (st->op == RF_CHAIN_GATED)
                 RF_PUT(" gated %s", rf_chain_fn_name(st->fn));
+            if (st->op == RF_CHAIN_GATED && st->fn == RF_CHAIN_FN_LEAKY_RELU)
+                RF_PUT("(%g)", st->alpha);
             for (int e = 0; e < st->n_epi; e++) {
-                if (st->epi[e].op == RF_CHAIN_EPI_ACT)
+                if (st->epi[e].op == RF_CHAIN_EPI_ACT && st->epi[e].fn == RF_CHAIN_FN_LEAKY_RELU)
+                    RF_PUT(", %s(%g)", rf_chain_fn_name(st->epi[e].fn), st->epi[e].alpha);
+                else if (st->epi[e].op == RF_CHAIN_EPI_ACT)
                     RF_PUT(", %s", rf_chain_fn_name(st->epi[e].fn));
                 else
                     RF_PUT(", %s v%d", st->epi[e].op == RF_CHAIN_EPI_ADD ? "+" : "*",
@@ -504,6 +520,8 @@ void rf_chain_describe(const rf_chain_t *c, char *buf, size_t size) {
             break;
         case RF_CHAIN_ACT:
             RF_PUT(" %s(v%d)", rf_chain_fn_name(st->fn), st->src);
+            if (st->fn == RF_CHAIN_FN_LEAKY_RELU)
+                RF_PUT(" alpha %g", st->alpha);
             break;
         case RF_CHAIN_ADD:
         case RF_CHAIN_MUL:

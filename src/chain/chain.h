@@ -62,9 +62,10 @@ typedef enum rf_chain_fn {
     RF_CHAIN_FN_SIGMOID,
     RF_CHAIN_FN_TANH,
     RF_CHAIN_FN_IDENTITY,
-    RF_CHAIN_FN_SOFTPLUS, /* ln(1 + exp(x)) */
-    RF_CHAIN_FN_EXP,      /* exp(x), tiny-cuda-nn's Exponential */
-    RF_CHAIN_FN_SIN,      /* sin(x), tiny-cuda-nn's Sine (SIREN, after a folded scale) */
+    RF_CHAIN_FN_SOFTPLUS,   /* ln(1 + exp(x)) */
+    RF_CHAIN_FN_EXP,        /* exp(x), tiny-cuda-nn's Exponential */
+    RF_CHAIN_FN_SIN,        /* sin(x), tiny-cuda-nn's Sine (SIREN, after a folded scale) */
+    RF_CHAIN_FN_LEAKY_RELU, /* x < 0 ? alpha x : x (alpha: the stage's or epilogue's) */
     RF_CHAIN_FN_COUNT_
 } rf_chain_fn_t;
 
@@ -100,6 +101,7 @@ typedef struct rf_chain_epi {
     rf_chain_epi_op_t op;
     rf_chain_fn_t fn; /* act */
     int src;          /* add, mul: the value combined with the accumulator */
+    float alpha;      /* act: the fn's parameter (leaky_relu's slope below 0), else 0 */
 } rf_chain_epi_t;
 
 typedef struct rf_chain_stage {
@@ -111,6 +113,7 @@ typedef struct rf_chain_stage {
     const float *w, *b;   /* linear: W and bias (NULL: none); gated: the gate's */
     const float *wu, *bu; /* gated: the up projection's */
     rf_chain_fn_t fn;     /* act, gated */
+    float alpha;          /* act, gated: fn's parameter (leaky_relu), else 0 */
     int n_epi;            /* linear */
     rf_chain_epi_t epi[RF_CHAIN_MAX_EPILOGUE];
     rf_chain_norm_kind_t norm; /* norm */
@@ -173,10 +176,10 @@ int rf_chain_fn_from_name(const char *name);
 void rf_chain_describe(const rf_chain_t *chain, char *buf, size_t size);
 
 /* f(x) in double, and sup |f'| (the Lipschitz constant) over the reals. */
-double rf_chain_fn_eval(rf_chain_fn_t fn, double x);
+double rf_chain_fn_eval(rf_chain_fn_t fn, double alpha, double x);
 /* F in fp32 as the kernels compute it (the CPU models of a kernel: split.c, the tests). */
-float rf_chain_fn_eval32(rf_chain_fn_t fn, float x);
-double rf_chain_fn_lipschitz(rf_chain_fn_t fn);
+float rf_chain_fn_eval32(rf_chain_fn_t fn, float alpha, float x);
+double rf_chain_fn_lipschitz(rf_chain_fn_t fn, double alpha);
 
 /* ---- match.c: the verified graph -> chain ---- */
 

@@ -4,6 +4,7 @@
  * stage, dtypes by the precision rule); errors name the file and the field. */
 #include <cjson/cJSON.h>
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -44,8 +45,9 @@ static rf_status_t str(const rf_loader_t *l, const cJSON *o, const char *where, 
     return RF_OK;
 }
 
+/* "fn" and, for leaky_relu, its "alpha" (a finite number). */
 static rf_status_t fn_of(const rf_loader_t *l, const cJSON *o, const char *where,
-                         rf_chain_fn_t *out) {
+                         rf_chain_fn_t *out, float *out_alpha) {
     const char *s = "";
     RF_RETURN_IF_ERROR_PLAIN(str(l, o, where, "fn", &s));
     int fn = rf_chain_fn_from_name(s);
@@ -53,6 +55,14 @@ static rf_status_t fn_of(const rf_loader_t *l, const cJSON *o, const char *where
         return RF_ERR(RF_CODE_PARSE_ERROR, "%s: %s\"fn\" is '%s', not an activation rowfuse has",
                       l->path, where, s);
     *out = (rf_chain_fn_t)fn;
+    *out_alpha = 0.0f;
+    if (fn == RF_CHAIN_FN_LEAKY_RELU) {
+        const cJSON *a = cJSON_GetObjectItemCaseSensitive(o, "alpha");
+        if (!cJSON_IsNumber(a) || !isfinite(a->valuedouble))
+            return RF_ERR(RF_CODE_PARSE_ERROR, "%s: %s\"alpha\" of leaky_relu must be a number",
+                          l->path, where);
+        *out_alpha = (float)a->valuedouble;
+    }
     return RF_OK;
 }
 
@@ -158,7 +168,7 @@ static rf_status_t read_stage(rf_loader_t *l, const cJSON *so, int s, const int6
                 ep->fn = RF_CHAIN_FN_IDENTITY;
                 if (!strcmp(eop, "act")) {
                     ep->op = RF_CHAIN_EPI_ACT;
-                    RF_RETURN_IF_ERROR_PLAIN(fn_of(l, eo, ew, &ep->fn));
+                    RF_RETURN_IF_ERROR_PLAIN(fn_of(l, eo, ew, &ep->fn, &ep->alpha));
                 } else if (!strcmp(eop, "add") || !strcmp(eop, "mul")) {
                     int64_t es;
                     ep->op = !strcmp(eop, "add") ? RF_CHAIN_EPI_ADD : RF_CHAIN_EPI_MUL;
@@ -173,11 +183,11 @@ static rf_status_t read_stage(rf_loader_t *l, const cJSON *so, int s, const int6
             RF_RETURN_IF_ERROR_PLAIN(take_w(l, so, where, "wu", st->k, st->n, &st->wu));
             RF_RETURN_IF_ERROR_PLAIN(take_v(l, so, where, "bg", st->n, &st->b));
             RF_RETURN_IF_ERROR_PLAIN(take_v(l, so, where, "bu", st->n, &st->bu));
-            RF_RETURN_IF_ERROR_PLAIN(fn_of(l, so, where, &st->fn));
+            RF_RETURN_IF_ERROR_PLAIN(fn_of(l, so, where, &st->fn, &st->alpha));
         }
         break;
     case RF_CHAIN_ACT:
-        RF_RETURN_IF_ERROR_PLAIN(fn_of(l, so, where, &st->fn));
+        RF_RETURN_IF_ERROR_PLAIN(fn_of(l, so, where, &st->fn, &st->alpha));
         break;
     case RF_CHAIN_NORM: {
         const char *nk = "";

@@ -12,7 +12,8 @@
  *   act      a closed region of elementwise nodes reading one value and scalar constants
  *            (nn.GELU, the erf and tanh GELU formulas, x * sigmoid(x), ...): the region's
  *            function is evaluated at 1,605 points in [-40, 40] and must equal relu,
- *            gelu_erf, gelu_tanh, silu, sigmoid, tanh, softplus, exp, sin or the identity within
+ *            gelu_erf, gelu_tanh, silu, sigmoid, tanh, softplus, exp, sin, leaky_relu (its
+ *            alpha the LeakyRelu node's) or the identity within
  *            1e-6 (1 + |x|) (far below fp16's resolution) and contain the op that defines
  *            it (Relu; Erf or Gelu; Tanh or Gelu(tanh); Sigmoid or Exp; Softplus, or Log
  *            and Exp; Exp; Sin); Greater and Where make piecewise forms (nn.Softplus's
@@ -583,6 +584,7 @@ static int elementwise_op(const rf_node_t *n) {
     case RF_OP_ABS:
     case RF_OP_SOFTPLUS:
     case RF_OP_SIN:
+    case RF_OP_LEAKY_RELU:
     case RF_OP_GREATER:
     case RF_OP_WHERE:
     case RF_OP_IDENTITY:
@@ -649,10 +651,11 @@ static double region_eval(const rf_matcher_t *m, const rf_region_t *r, const uns
             y = u < 0.0 ? 0.0 : u;
             break;
         case RF_OP_GELU:
-            y = rf_chain_fn_eval(gelu_is_tanh(n) ? RF_CHAIN_FN_GELU_TANH : RF_CHAIN_FN_GELU_ERF, u);
+            y = rf_chain_fn_eval(gelu_is_tanh(n) ? RF_CHAIN_FN_GELU_TANH : RF_CHAIN_FN_GELU_ERF,
+                                 0.0, u);
             break;
         case RF_OP_SIGMOID:
-            y = rf_chain_fn_eval(RF_CHAIN_FN_SIGMOID, u);
+            y = rf_chain_fn_eval(RF_CHAIN_FN_SIGMOID, 0.0, u);
             break;
         case RF_OP_TANH:
             y = tanh(u);
@@ -679,10 +682,13 @@ static double region_eval(const rf_matcher_t *m, const rf_region_t *r, const uns
             y = fabs(u);
             break;
         case RF_OP_SOFTPLUS:
-            y = rf_chain_fn_eval(RF_CHAIN_FN_SOFTPLUS, u);
+            y = rf_chain_fn_eval(RF_CHAIN_FN_SOFTPLUS, 0.0, u);
             break;
         case RF_OP_SIN:
             y = sin(u);
+            break;
+        case RF_OP_LEAKY_RELU:
+            y = rf_chain_fn_eval(RF_CHAIN_FN_LEAKY_RELU, rf_node_attr_float(n, "alpha", 0.01), u);
             break;
         case RF_OP_GREATER:
             y = u > w ? 1.0 : 0.0;
@@ -714,11 +720,13 @@ static double region_eval(const rf_matcher_t *m, const rf_region_t *r, const uns
     return val[end];
 }
 
-/* Which function node `end` computes from the selected nodes, or -1. */
+/* Which function node `end` computes from the selected nodes, or -1; *out_alpha: its
+ * parameter (a LeakyRelu's alpha, the first selected one's), else 0. */
 static int region_identify(const rf_matcher_t *m, const rf_region_t *r, const unsigned char *sel,
-                           int end) {
+                           int end, double *out_alpha) {
     int has_relu = 0, has_erf = 0, has_tanh = 0, has_sig = 0, has_sp = 0, has_log = 0;
-    int has_exp = 0, has_sin = 0;
+    int has_exp = 0, has_sin = 0, has_leaky = 0;
+    double alpha = 0.0;
     for (int i = 0; i <= end; i++) {
         if (!sel[i])
             continue;
@@ -731,7 +739,12 @@ static int region_identify(const rf_matcher_t *m, const rf_region_t *r, const un
         has_log |= n->op == RF_OP_LOG;
         has_exp |= n->op == RF_OP_EXP;
         has_sin |= n->op == RF_OP_SIN;
+        if (n->op == RF_OP_LEAKY_RELU && !has_leaky) {
+            has_leaky = 1;
+            alpha = rf_node_attr_float(n, "alpha", 0.01);
+        }
     }
+    *out_alpha = has_leaky ? alpha : 0.0;
     has_sp |= has_log && has_sig; /* log(1 + exp(x)) */
     /* Each function with the op that must define it. */
     const struct {
@@ -746,14 +759,15 @@ static int region_identify(const rf_matcher_t *m, const rf_region_t *r, const un
                 {RF_CHAIN_FN_TANH, has_tanh || has_sig},
                 {RF_CHAIN_FN_SOFTPLUS, has_sp},
                 {RF_CHAIN_FN_EXP, has_exp},
-                {RF_CHAIN_FN_SIN, has_sin}};
+                {RF_CHAIN_FN_SIN, has_sin},
+                {RF_CHAIN_FN_LEAKY_RELU, has_leaky}};
     for (size_t f = 0; f < sizeof cand / sizeof cand[0]; f++) {
         if (!cand[f].defined)
             continue;
         int ok = 1;
         for (int i = 0; i < RF_PROBES && ok; i++) {
             double x = probe_x(i), got = region_eval(m, r, sel, end, x);
-            double want = rf_chain_fn_eval(cand[f].fn, x);
+            double want = rf_chain_fn_eval(cand[f].fn, alpha, x);
             if (!(fabs(got - want) <= 1e-6 * (1.0 + fabs(x))))
                 ok = 0;
         }
@@ -841,6 +855,7 @@ static rf_status_t match_act(rf_matcher_t *m, int k, int *out_matched) {
     }
     unsigned char sel[RF_REGION_MAX], best_sel[RF_REGION_MAX];
     int best = -1, best_fn = -1, best_size = 0;
+    double best_alpha = 0.0;
     for (int end = r.n - 1; end >= 0; end--) {
         if (!region_select(m, &r, end, sel))
             continue;
@@ -849,10 +864,12 @@ static rf_status_t match_act(rf_matcher_t *m, int k, int *out_matched) {
             size += sel[i];
         if (size <= best_size)
             continue;
-        int fn = region_identify(m, &r, sel, end);
+        double alpha;
+        int fn = region_identify(m, &r, sel, end, &alpha);
         if (fn >= 0) {
             best = end;
             best_fn = fn;
+            best_alpha = alpha;
             best_size = size;
             memcpy(best_sel, sel, sizeof sel);
         }
@@ -861,7 +878,7 @@ static rf_status_t match_act(rf_matcher_t *m, int k, int *out_matched) {
         return refuse(m, k,
                       "the elementwise function of '%s' that starts here is not one rowfuse "
                       "compiles (relu, gelu with erf or tanh, silu, sigmoid, tanh, softplus, exp, "
-                      "sin); a "
+                      "sin, leaky relu); a "
                       "scale or "
                       "shift by a constant can be folded into the neighbouring linear",
                       vl(m, r.in)->name);
@@ -876,6 +893,7 @@ static rf_status_t match_act(rf_matcher_t *m, int k, int *out_matched) {
         RF_RETURN_IF_ERROR_PLAIN(new_stage(m, RF_CHAIN_ACT, out, k, &st));
         st->src = m->vmap[r.in];
         st->fn = (rf_chain_fn_t)best_fn;
+        st->alpha = (float)best_alpha;
     }
     *out_matched = 1;
     return RF_OK;

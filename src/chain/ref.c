@@ -62,23 +62,26 @@ static double rf_store(rf_chain_precision_t p, rf_dtype_t dt, double t, double e
     return c;
 }
 
-static int rf_fn_monotone(rf_chain_fn_t fn) {
+static int rf_fn_monotone(rf_chain_fn_t fn, double alpha) {
     return fn == RF_CHAIN_FN_RELU || fn == RF_CHAIN_FN_SIGMOID || fn == RF_CHAIN_FN_TANH ||
-           fn == RF_CHAIN_FN_IDENTITY || fn == RF_CHAIN_FN_SOFTPLUS || fn == RF_CHAIN_FN_EXP;
+           fn == RF_CHAIN_FN_IDENTITY || fn == RF_CHAIN_FN_SOFTPLUS || fn == RF_CHAIN_FN_EXP ||
+           (fn == RF_CHAIN_FN_LEAKY_RELU && alpha >= 0.0);
 }
 
 /* F applied to a value t known within e: returns F(t), *io_e becomes the bound on the
  * kernel's fp32 F of its value. */
-static double rf_act(rf_chain_fn_t fn, double t, double *io_e) {
-    double e = *io_e, f = rf_chain_fn_eval(fn, t), L = rf_chain_fn_lipschitz(fn), moved;
-    if (rf_fn_monotone(fn)) {
-        double a = fabs(rf_chain_fn_eval(fn, t + e) - f), b = fabs(rf_chain_fn_eval(fn, t - e) - f);
+static double rf_act(rf_chain_fn_t fn, double alpha, double t, double *io_e) {
+    double e = *io_e, f = rf_chain_fn_eval(fn, alpha, t), L = rf_chain_fn_lipschitz(fn, alpha);
+    double moved;
+    if (rf_fn_monotone(fn, alpha)) {
+        double a = fabs(rf_chain_fn_eval(fn, alpha, t + e) - f);
+        double b = fabs(rf_chain_fn_eval(fn, alpha, t - e) - f);
         moved = a > b ? a : b;
     } else {
         moved = L * e;
     }
     double evalerr = 0.0;
-    if (fn != RF_CHAIN_FN_RELU && fn != RF_CHAIN_FN_IDENTITY)
+    if (fn != RF_CHAIN_FN_RELU && fn != RF_CHAIN_FN_IDENTITY) /* leaky_relu: alpha x rounds */
         evalerr = RF_CHAIN_FN_ULPS * RF_U32 * (fabs(f) + (isinf(L) ? moved : L * e) + fabs(t) + e);
     *io_e = moved + evalerr;
     return f;
@@ -235,7 +238,7 @@ static void rf_chain_row(const rf_chain_run_t *run, const uint16_t *x, double *r
                 for (int q = 0; q < st->n_epi; q++) {
                     const rf_chain_epi_t *ep = &st->epi[q];
                     if (ep->op == RF_CHAIN_EPI_ACT) {
-                        t = rf_act(ep->fn, t, &e);
+                        t = rf_act(ep->fn, ep->alpha, t, &e);
                         continue;
                     }
                     double oc = rc[run->off[ep->src] + j], oe = re[run->off[ep->src] + j];
@@ -257,7 +260,7 @@ static void rf_chain_row(const rf_chain_run_t *run, const uint16_t *x, double *r
             rf_dot(run->w[s].wk, run->w[s].wc, st->k, st->n, xc, xe, a0, a1, a2);
             for (int64_t j = 0; j < W; j++) {
                 double e, t = rf_lin_out(a0, a1, a2, st->b, st->k, j, &e);
-                a0[j] = rf_act(st->fn, t, &e);
+                a0[j] = rf_act(st->fn, st->alpha, t, &e);
                 g0[j] = e;
             }
             /* the up projection into yc/ye (free until the store) and a1/a2 */
@@ -273,7 +276,7 @@ static void rf_chain_row(const rf_chain_run_t *run, const uint16_t *x, double *r
         }
         case RF_CHAIN_ACT:
             for (int64_t j = 0; j < W; j++) {
-                double e = xe[j], t = rf_act(st->fn, xc[j], &e);
+                double e = xe[j], t = rf_act(st->fn, st->alpha, xc[j], &e);
                 yc[j] = rf_store(run->p, dt, t, e, &ye[j]);
             }
             break;

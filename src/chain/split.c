@@ -127,7 +127,7 @@ rf_status_t rf_chain_split_emulate(const rf_chain_t *c, const uint16_t *x, int64
                     for (int e = 0; e < st->n_epi; e++) {
                         const rf_chain_epi_t *ep = &st->epi[e];
                         if (ep->op == RF_CHAIN_EPI_ACT)
-                            t = rf_chain_fn_eval32(ep->fn, t);
+                            t = rf_chain_fn_eval32(ep->fn, ep->alpha, t);
                         else if (ep->op == RF_CHAIN_EPI_ADD)
                             t += vals[off[ep->src] + j];
                         else
@@ -140,12 +140,12 @@ rf_status_t rf_chain_split_emulate(const rf_chain_t *c, const uint16_t *x, int64
                 for (int64_t j = 0; j < W; j++) {
                     float g = dot32(a, st->w, st->n, j, 0, st->k) + (st->b ? st->b[j] : 0.0f);
                     float u = dot32(a, st->wu, st->n, j, 0, st->k) + (st->bu ? st->bu[j] : 0.0f);
-                    y[j] = store(dt, rf_chain_fn_eval32(st->fn, g) * u);
+                    y[j] = store(dt, rf_chain_fn_eval32(st->fn, st->alpha, g) * u);
                 }
                 break;
             case RF_CHAIN_ACT:
                 for (int64_t j = 0; j < W; j++)
-                    y[j] = store(dt, rf_chain_fn_eval32(st->fn, a[j]));
+                    y[j] = store(dt, rf_chain_fn_eval32(st->fn, st->alpha, a[j]));
                 break;
             case RF_CHAIN_ADD:
                 for (int64_t j = 0; j < W; j++)

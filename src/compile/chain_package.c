@@ -127,6 +127,8 @@ static void write_stage(rf_json_writer_t *w, const rf_chain_plan_t *p, int s) {
             rf_json_key_int(w, "bg", sp->b);
             rf_json_key_int(w, "bu", sp->bu);
             rf_json_key_string(w, "fn", rf_chain_fn_name(st->fn));
+            if (st->fn == RF_CHAIN_FN_LEAKY_RELU)
+                rf_json_key_double(w, "alpha", st->alpha);
         }
         rf_json_key_int(w, "n_chunk", sp->n_chunk);
         rf_json_key_int(w, "k_chunk", sp->k_chunk);
@@ -137,10 +139,12 @@ static void write_stage(rf_json_writer_t *w, const rf_chain_plan_t *p, int s) {
                 const rf_chain_epi_t *ep = &st->epi[e];
                 rf_json_object_begin(w);
                 rf_json_key_string(w, "op", rf_chain_epi_name(ep->op));
-                if (ep->op == RF_CHAIN_EPI_ACT)
-                    rf_json_key_string(w, "fn", rf_chain_fn_name(ep->fn));
-                else
+                if (ep->op != RF_CHAIN_EPI_ACT)
                     rf_json_key_int(w, "src", ep->src);
+                else
+                    rf_json_key_string(w, "fn", rf_chain_fn_name(ep->fn));
+                if (ep->op == RF_CHAIN_EPI_ACT && ep->fn == RF_CHAIN_FN_LEAKY_RELU)
+                    rf_json_key_double(w, "alpha", ep->alpha);
                 rf_json_object_end(w);
             }
             rf_json_array_end(w);
@@ -150,6 +154,8 @@ static void write_stage(rf_json_writer_t *w, const rf_chain_plan_t *p, int s) {
         rf_json_key_int(w, "src", st->src);
         rf_json_key_int(w, "dst", st->dst);
         rf_json_key_string(w, "fn", rf_chain_fn_name(st->fn));
+        if (st->fn == RF_CHAIN_FN_LEAKY_RELU)
+            rf_json_key_double(w, "alpha", st->alpha);
         break;
     case RF_CHAIN_ADD:
         rf_json_key_int(w, "a", st->src);
@@ -451,7 +457,7 @@ rf_status_t rf_chain_from_mlp(const rf_mlp_weights_t *w, rf_chain_t **out_chain)
         s1->n = H;
         s1->w = wk;
         s1->b = bias;
-        s1->epi[s1->n_epi++] = (rf_chain_epi_t){RF_CHAIN_EPI_ACT, RF_CHAIN_FN_RELU, -1};
+        s1->epi[s1->n_epi++] = (rf_chain_epi_t){RF_CHAIN_EPI_ACT, RF_CHAIN_FN_RELU, -1, 0.0f};
         st = rf_chain_add_stage(c, RF_CHAIN_LINEAR, C, &s2);
     }
     if (!st)
@@ -464,8 +470,8 @@ rf_status_t rf_chain_from_mlp(const rf_mlp_weights_t *w, rf_chain_t **out_chain)
         s2->n = C;
         s2->w = wk;
         s2->b = bias;
-        s2->epi[s2->n_epi++] = (rf_chain_epi_t){RF_CHAIN_EPI_ADD, RF_CHAIN_FN_IDENTITY, 0};
-        s2->epi[s2->n_epi++] = (rf_chain_epi_t){RF_CHAIN_EPI_ACT, RF_CHAIN_FN_RELU, -1};
+        s2->epi[s2->n_epi++] = (rf_chain_epi_t){RF_CHAIN_EPI_ADD, RF_CHAIN_FN_IDENTITY, 0, 0.0f};
+        s2->epi[s2->n_epi++] = (rf_chain_epi_t){RF_CHAIN_EPI_ACT, RF_CHAIN_FN_RELU, -1, 0.0f};
         rf_chain_assign_dtypes(c);
         st = rf_chain_validate(c);
     }

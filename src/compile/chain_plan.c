@@ -51,8 +51,10 @@ static void chain_hash(const rf_chain_t *c, char out[17]) {
         for (int e = 0; e < st->n_epi; e++) {
             int ep[3] = {(int)st->epi[e].op, (int)st->epi[e].fn, st->epi[e].src};
             h = fnv(h, ep, sizeof ep);
+            h = fnv(h, &st->epi[e].alpha, sizeof st->epi[e].alpha);
         }
         h = fnv(h, &st->eps, sizeof st->eps);
+        h = fnv(h, &st->alpha, sizeof st->alpha);
         const float *arrays[6] = {st->w, st->b, st->wu, st->bu, st->gamma, st->beta};
         int64_t lens[6] = {st->k * st->n, st->n, st->k * st->n, st->n, w, w};
         for (int i = 0; i < 6; i++)

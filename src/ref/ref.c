@@ -291,6 +291,7 @@ static rf_ref_kernel_fn rf_ref_kernel_for(rf_op_t op) {
     case RF_OP_ABS:
     case RF_OP_SOFTPLUS:
     case RF_OP_SIN:
+    case RF_OP_LEAKY_RELU:
         return rf_ref_unary;
     case RF_OP_CAST:
         return rf_ref_cast;

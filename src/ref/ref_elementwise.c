@@ -89,6 +89,12 @@ rf_status_t rf_ref_unary(rf_ref_ctx_t *ctx, const rf_node_t *node) {
         for (int64_t e = 0; e < n; e++)
             y[e] = sin(in[e]);
         break;
+    case RF_OP_LEAKY_RELU: {
+        double alpha = rf_node_attr_float(node, "alpha", 0.01);
+        for (int64_t e = 0; e < n; e++)
+            y[e] = in[e] < 0.0 ? alpha * in[e] : in[e];
+        break;
+    }
     case RF_OP_SOFTPLUS: /* ln(exp(x) + 1), without overflow */
         for (int64_t e = 0; e < n; e++)
             y[e] = (in[e] > 0.0 ? in[e] : 0.0) + log1p(exp(-fabs(in[e])));

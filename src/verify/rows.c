@@ -484,6 +484,7 @@ static rf_status_t rule_node(rf_rows_t *r) {
     case RF_OP_ABS:
     case RF_OP_SOFTPLUS:
     case RF_OP_SIN:
+    case RF_OP_LEAKY_RELU:
     case RF_OP_GREATER:
     case RF_OP_WHERE:
     case RF_OP_CAST:

@@ -360,3 +360,53 @@ def test_sine_and_exp_match_and_agree(tmp_path):
 
     assert (np.abs(model(30.0) - ymx) <= bmx).all()
     assert (np.abs(model(1.0) - ymx) > bmx).any()
+
+
+class _Leaky(torch.nn.Module):
+    """A GAN-discriminator-style MLP: LeakyReLU(0.2) hidden layers, one logit."""
+
+    def __init__(self):
+        super().__init__()
+        self.a = torch.nn.Linear(32, 64)
+        self.b = torch.nn.Linear(64, 64)
+        self.c = torch.nn.Linear(64, 1)
+        self.f = torch.nn.LeakyReLU(0.2)
+
+    def forward(self, x):
+        return self.c(self.f(self.b(self.f(self.a(x)))))
+
+
+def test_leaky_relu_matches_and_agrees(tmp_path):
+    """LeakyReLU (the ONNX op with its alpha) is an activation carrying its parameter: in
+    the description, the package's plan (read back by the loader) and the bound; an fp32
+    model of the kernel lies within it, the same model with ReLU (alpha dropped) does not."""
+    torch.manual_seed(13)
+    module = _Leaky().eval()
+    path = export(module, torch.randn(16, 32), 16, str(tmp_path / "leaky.onnx"))
+    desc, (cin, _, _) = chain_of(path)
+    stages = [_summary(ln) for ln in desc.splitlines()[1:]]
+    assert stages == ["linear + b, leaky_relu(0.2)"] * 2 + ["linear + b"], desc
+    rng = np.random.default_rng(17)
+    x16 = (2.0 * rng.standard_normal((512, cin))).astype(np.float16)
+    with torch.no_grad():
+        want = module.double()(torch.from_numpy(x16.astype(np.float64))).numpy()
+    y64, b64 = reference(path, x16, mixed=False)
+    # alpha is held in fp32 (0.2 is not a binary fraction): 2^-24 relative on the slope
+    np.testing.assert_allclose(y64, want, rtol=FOLDED_TOL, atol=FOLDED_TOL)
+    ymx, bmx = reference(path, x16, mixed=True)
+    assert (np.abs(ymx - want) <= b64).all()
+    f32 = np.float32
+
+    def lin(v, layer):
+        w = layer.weight.detach().float().numpy().T.astype(np.float16).astype(f32)
+        return v.astype(f32) @ w + layer.bias.detach().float().numpy()
+
+    def model(alpha):
+        h = x16
+        for layer in (module.a, module.b):
+            z = lin(h, layer)
+            h = (np.maximum(z, f32(0)) + f32(alpha) * np.minimum(z, f32(0))).astype(np.float16)
+        return lin(h, module.c).astype(np.float64)
+
+    assert (np.abs(model(0.2) - ymx) <= bmx).all()
+    assert (np.abs(model(0.0) - ymx) > bmx).any()

@@ -121,8 +121,9 @@ static rf_chain_t *random_chain(rf_rng_t *r, fault_t need) {
         hidden = g->dst;
     } else {
         rf_chain_stage_t *l = linear(c, r, src, H, need == FAULT_DROP_BIAS || pick(r, 0, 3) > 0);
-        l->epi[l->n_epi++] = (rf_chain_epi_t){
-            RF_CHAIN_EPI_ACT, need == FAULT_GELU_TANH ? RF_CHAIN_FN_GELU_ERF : rand_fn(r), -1};
+        l->epi[l->n_epi++] =
+            (rf_chain_epi_t){RF_CHAIN_EPI_ACT,
+                             need == FAULT_GELU_TANH ? RF_CHAIN_FN_GELU_ERF : rand_fn(r), -1, 0.0f};
         hidden = l->dst;
         if (pick(r, 0, 2) == 0) { /* a separate act stage after a second hidden linear */
             rf_chain_stage_t *l2 = linear(c, r, hidden, H, 1);
@@ -135,9 +136,9 @@ static rf_chain_t *random_chain(rf_rng_t *r, fault_t need) {
     int residual = need == FAULT_NO_RESIDUAL || pick(r, 0, 3) > 0;
     rf_chain_stage_t *out = linear(c, r, hidden, C, pick(r, 0, 3) > 0);
     if (residual)
-        out->epi[out->n_epi++] = (rf_chain_epi_t){RF_CHAIN_EPI_ADD, RF_CHAIN_FN_IDENTITY, 0};
+        out->epi[out->n_epi++] = (rf_chain_epi_t){RF_CHAIN_EPI_ADD, RF_CHAIN_FN_IDENTITY, 0, 0.0f};
     if (pick(r, 0, 3) == 0)
-        out->epi[out->n_epi++] = (rf_chain_epi_t){RF_CHAIN_EPI_ACT, RF_CHAIN_FN_RELU, -1};
+        out->epi[out->n_epi++] = (rf_chain_epi_t){RF_CHAIN_EPI_ACT, RF_CHAIN_FN_RELU, -1, 0.0f};
     if (post)
         norm(c, r, out->dst, post == 1 ? RF_CHAIN_LAYERNORM : RF_CHAIN_SOFTMAX);
     rf_chain_assign_dtypes(c);
@@ -187,7 +188,7 @@ static void model_row(const rf_chain_t *c, const uint16_t *x, float *vals[], fau
                             fn = RF_CHAIN_FN_GELU_TANH;
                         if (fault == FAULT_SKIP_STAGE && !skipped)
                             fn = RF_CHAIN_FN_IDENTITY;
-                        t = rf_chain_fn_eval32(fn, t);
+                        t = rf_chain_fn_eval32(fn, 0.0f, t);
                     } else if (ep->op == RF_CHAIN_EPI_ADD) {
                         if (fault != FAULT_NO_RESIDUAL)
                             t += vals[ep->src][j];
@@ -208,7 +209,7 @@ static void model_row(const rf_chain_t *c, const uint16_t *x, float *vals[], fau
                 rf_chain_fn_t fn = st->fn;
                 if (fault == FAULT_GELU_TANH && fn == RF_CHAIN_FN_GELU_ERF)
                     fn = RF_CHAIN_FN_GELU_TANH;
-                o[j] = rf_chain_fn_eval32(fn, g) * u;
+                o[j] = rf_chain_fn_eval32(fn, 0.0f, g) * u;
             }
             break;
         case RF_CHAIN_ACT: {
@@ -216,7 +217,7 @@ static void model_row(const rf_chain_t *c, const uint16_t *x, float *vals[], fau
                 fault == FAULT_SKIP_STAGE && !skipped ? RF_CHAIN_FN_IDENTITY : st->fn;
             skipped = 1;
             for (int64_t j = 0; j < W; j++)
-                o[j] = rf_chain_fn_eval32(fn, in[j]);
+                o[j] = rf_chain_fn_eval32(fn, 0.0f, in[j]);
             break;
         }
         case RF_CHAIN_ADD:

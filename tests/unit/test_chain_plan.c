@@ -58,7 +58,7 @@ static rf_chain_t *random_chain(rf_rng_t *r, int64_t C, int64_t H) {
         h->bu = pick(r, 0, 1) ? floats(c, r, H, 0.5, 0.0) : NULL;
     } else {
         h = stage(c, RF_CHAIN_LINEAR, H);
-        h->epi[h->n_epi++] = (rf_chain_epi_t){RF_CHAIN_EPI_ACT, RF_CHAIN_FN_GELU_ERF, -1};
+        h->epi[h->n_epi++] = (rf_chain_epi_t){RF_CHAIN_EPI_ACT, RF_CHAIN_FN_GELU_ERF, -1, 0.0f};
     }
     h->src = src;
     h->k = C;
@@ -69,7 +69,10 @@ static rf_chain_t *random_chain(rf_rng_t *r, int64_t C, int64_t H) {
     if (pick(r, 0, 1)) {
         rf_chain_stage_t *a = stage(c, RF_CHAIN_ACT, H);
         a->src = hid;
-        a->fn = RF_CHAIN_FN_TANH;
+        /* (no draw: the chains' other draws stay as they were) a parametric act, whose alpha
+         * must survive the package's round trip, at every other chain */
+        a->fn = hid % 2 ? RF_CHAIN_FN_TANH : RF_CHAIN_FN_LEAKY_RELU;
+        a->alpha = a->fn == RF_CHAIN_FN_LEAKY_RELU ? 0.2f : 0.0f;
         hid = a->dst;
     }
     rf_chain_stage_t *o = stage(c, RF_CHAIN_LINEAR, C);
@@ -78,7 +81,7 @@ static rf_chain_t *random_chain(rf_rng_t *r, int64_t C, int64_t H) {
     o->n = C;
     o->w = floats(c, r, H * C, 1.0 / sqrt((double)H), 0.0);
     o->b = floats(c, r, C, 0.5, 0.0);
-    o->epi[o->n_epi++] = (rf_chain_epi_t){RF_CHAIN_EPI_ADD, RF_CHAIN_FN_IDENTITY, 0};
+    o->epi[o->n_epi++] = (rf_chain_epi_t){RF_CHAIN_EPI_ADD, RF_CHAIN_FN_IDENTITY, 0, 0.0f};
     int last = o->dst;
     if (pick(r, 0, 1)) {
         rf_chain_stage_t *ad = stage(c, RF_CHAIN_ADD, C);
@@ -242,7 +245,7 @@ static void test_tiles_and_fit(void) {
     d->k = 5632;
     d->n = 2048;
     d->w = g->w;
-    d->epi[d->n_epi++] = (rf_chain_epi_t){RF_CHAIN_EPI_ADD, RF_CHAIN_FN_IDENTITY, 0};
+    d->epi[d->n_epi++] = (rf_chain_epi_t){RF_CHAIN_EPI_ADD, RF_CHAIN_FN_IDENTITY, 0, 0.0f};
     rf_chain_assign_dtypes(c);
     CHECK_ERR(rf_chain_plan_make(c, 64, &t, 0, p), RF_CODE_UNSUPPORTED,
               "stage 0 (gated 2048 -> 5632)");

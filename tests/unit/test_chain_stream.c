@@ -59,7 +59,7 @@ static rf_chain_t *ffn(rf_rng_t *r, int64_t C, int64_t H, int gated, const float
         h->wu = r ? floats(c, r, C * H, 1.0 / sqrt((double)C), 0.0) : placeholder;
         h->bu = r ? floats(c, r, H, 0.3, 0.0) : placeholder;
     } else {
-        h->epi[h->n_epi++] = (rf_chain_epi_t){RF_CHAIN_EPI_ACT, RF_CHAIN_FN_GELU_ERF, -1};
+        h->epi[h->n_epi++] = (rf_chain_epi_t){RF_CHAIN_EPI_ACT, RF_CHAIN_FN_GELU_ERF, -1, 0.0f};
     }
     rf_chain_stage_t *o = stage(c, RF_CHAIN_LINEAR, C);
     o->src = h->dst;
@@ -67,7 +67,7 @@ static rf_chain_t *ffn(rf_rng_t *r, int64_t C, int64_t H, int gated, const float
     o->n = C;
     o->w = r ? floats(c, r, H * C, 1.0 / sqrt((double)H), 0.0) : placeholder;
     o->b = r ? floats(c, r, C, 0.3, 0.0) : placeholder;
-    o->epi[o->n_epi++] = (rf_chain_epi_t){RF_CHAIN_EPI_ADD, RF_CHAIN_FN_IDENTITY, 0};
+    o->epi[o->n_epi++] = (rf_chain_epi_t){RF_CHAIN_EPI_ADD, RF_CHAIN_FN_IDENTITY, 0, 0.0f};
     rf_chain_assign_dtypes(c);
     return c;
 }

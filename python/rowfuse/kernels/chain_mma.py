@@ -71,7 +71,24 @@ ACTS = (
     "softplus",
     "exp",
     "sin",
+    "leaky_relu",
 )
+
+
+def _act_of(e: dict, where: str) -> str:
+    """The activation of a spec entry ("fn", and for leaky_relu its "alpha") as the one
+    string the generator carries: "leaky_relu:ALPHA" for the parametric one."""
+    fn = e.get("fn")
+    if fn not in ACTS:
+        raise SpecError(f"{where}: unknown act fn {fn!r}")
+    if fn != "leaky_relu":
+        return fn
+    alpha = e.get("alpha")
+    if not isinstance(alpha, (int, float)) or isinstance(alpha, bool) or not math.isfinite(alpha):
+        raise SpecError(f"{where}: leaky_relu needs a finite alpha, got {alpha!r}")
+    return f"leaky_relu:{float(alpha)!r}"
+
+
 # The norm kinds (src/chain/chain.h's RF_CHAIN_NORM_LIST) and the parameters each has in
 # the spec; norm_stage computes them
 NORMS = {"layernorm": ("eps", "gamma", "beta"), "rmsnorm": ("eps", "gamma"), "softmax": ()}
@@ -159,9 +176,7 @@ def _stage_from_spec(s: dict, i: int, name: str) -> Stage:
             for j, e in enumerate(s.get("epilogue", [])):
                 eo = e.get("op")
                 if eo == "act":
-                    if e.get("fn") not in ACTS:
-                        raise SpecError(f"{where}.epilogue[{j}]: unknown act fn {e.get('fn')!r}")
-                    epi.append(("act", e["fn"]))
+                    epi.append(("act", _act_of(e, f"{where}.epilogue[{j}]")))
                 elif eo in ("add", "mul"):
                     epi.append((eo, _int(e, "src", f"{where}.epilogue[{j}]")))
                 else:
@@ -169,11 +184,9 @@ def _stage_from_spec(s: dict, i: int, name: str) -> Stage:
             return Stage(
                 op=op, w=_int(s, "w", where), b=_int(s, "b", where), epilogue=tuple(epi), **geo
             )
-        if s.get("fn") not in ACTS:
-            raise SpecError(f"{where}: unknown gated fn {s.get('fn')!r}")
         return Stage(
             op=op,
-            fn=s["fn"],
+            fn=_act_of(s, where),
             wg=_int(s, "wg", where),
             wu=_int(s, "wu", where),
             bg=_int(s, "bg", where),
@@ -181,9 +194,8 @@ def _stage_from_spec(s: dict, i: int, name: str) -> Stage:
             **geo,
         )
     if op == "act":
-        if s.get("fn") not in ACTS:
-            raise SpecError(f"{where}: unknown act fn {s.get('fn')!r}")
-        return Stage(op=op, src=_int(s, "src", where), dst=_int(s, "dst", where), fn=s["fn"])
+        fn = _act_of(s, where)
+        return Stage(op=op, src=_int(s, "src", where), dst=_int(s, "dst", where), fn=fn)
     if op == "add":
         return Stage(
             op=op, a=_int(s, "a", where), b_src=_int(s, "b", where), dst=_int(s, "dst", where)
@@ -446,6 +458,9 @@ def _act(fn: str, x):
         return cute.math.exp(x)
     if fn == "sin":
         return cute.math.sin(x)
+    if fn.startswith("leaky_relu:"):  # x < 0 ? alpha x : x
+        alpha = f32(float(fn.split(":", 1)[1]))
+        return cute.arch.fmax(x, f32(0.0)) + alpha * cute.arch.fmin(x, f32(0.0))
     raise SpecError(f"unknown activation {fn!r}")
 
 
