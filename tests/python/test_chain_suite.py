@@ -224,13 +224,8 @@ def _probs_kernel_model(module, x16: np.ndarray, fault: str = "") -> np.ndarray:
     var = ((x - mu) ** 2).mean(axis=1, dtype=f32, keepdims=True)
     g, b = (t.detach().numpy().astype(f32) for t in (ln.weight, ln.bias))
     h = ((x - mu) / np.sqrt(var + f32(ln.eps)) * g + b).astype(np.float16)
-
-    def lin(v, layer):
-        w = layer.weight.detach().numpy().T.astype(np.float16).astype(f32)
-        return v.astype(f32) @ w + layer.bias.detach().numpy().astype(f32)
-
-    h = np.maximum(lin(h, module.fc), f32(0)).astype(np.float16)
-    z = lin(h, module.head)
+    h = np.maximum(_lin32(h, module.fc), f32(0)).astype(np.float16)
+    z = _lin32(h, module.head)
     if fault == "logits_f16":
         z = z.astype(np.float16).astype(f32)
     m = z.max(axis=1, keepdims=True)
@@ -258,6 +253,26 @@ def test_softmax_stage_bound_holds_and_catches_faults(exported):
         worst = (np.abs(bad - y) / bound).max()
         print(f"softmax fault {fault}: worst / bound {worst:.2f}")
         assert worst > 1.0, fault
+
+
+def _lin32(v, layer, scale=1.0):
+    """A linear as a kernel following the plan computes it: W (times a folded scale, the
+    product rounded to fp32) in fp16, the input as stored, fp32 accumulation and bias."""
+    w = (layer.weight.detach().double().numpy().T * scale).astype(np.float32)
+    b = (layer.bias.detach().double().numpy() * scale).astype(np.float32)
+    return v.astype(np.float32) @ w.astype(np.float16).astype(np.float32) + b
+
+
+def _fp64_and_mixed(path, module, x16, tol):
+    """The chain's fp64 reference is the module's function (within `tol`), the mixed
+    reference lies within the fp64 bound of it; returns the mixed (y, bound)."""
+    with torch.no_grad():
+        want = module.double()(torch.from_numpy(x16.astype(np.float64))).numpy()
+    y64, b64 = reference(path, x16, mixed=False)
+    np.testing.assert_allclose(y64, want.reshape(y64.shape), rtol=tol, atol=tol)
+    ymx, bmx = reference(path, x16, mixed=True)
+    assert (np.abs(ymx - want.reshape(ymx.shape)) <= b64).all()
+    return ymx, bmx
 
 
 class _Density(torch.nn.Module):
@@ -291,23 +306,13 @@ def test_softplus_matches_and_agrees(name, f, tmp_path):
     assert stages == ["linear + b, relu", "linear + b, relu", "linear + b, softplus"], desc
     rng = np.random.default_rng(7)
     x16 = (4.0 * rng.standard_normal((512, cin))).astype(np.float16)
-    with torch.no_grad():
-        want = module.double()(torch.from_numpy(x16.astype(np.float64))).numpy()
-    y64, b64 = reference(path, x16, mixed=False)
-    np.testing.assert_allclose(y64, want, rtol=1e-9, atol=1e-9)
-    ymx, bmx = reference(path, x16, mixed=True)
-    assert (np.abs(ymx - want) <= b64).all()
+    ymx, bmx = _fp64_and_mixed(path, module, x16, 1e-9)
     # an fp32 model of the kernel (fp16 stores, fp32 accumulation, the kernel's softplus
     # form) within the mixed bound; softplus swapped for ReLU (a wrong activation) is not
     f32 = np.float32
-
-    def lin(v, layer):
-        w = layer.weight.detach().float().numpy().T.astype(np.float16).astype(f32)
-        return v.astype(f32) @ w + layer.bias.detach().float().numpy()
-
-    h = np.maximum(lin(x16, module.a), f32(0)).astype(np.float16)
-    h = np.maximum(lin(h, module.b), f32(0)).astype(np.float16)
-    z = lin(h, module.c)
+    h = np.maximum(_lin32(x16, module.a), f32(0)).astype(np.float16)
+    h = np.maximum(_lin32(h, module.b), f32(0)).astype(np.float16)
+    z = _lin32(h, module.c)
     ok = np.maximum(z, f32(0)) + np.log1p(np.exp(-np.abs(z)))
     assert (np.abs(ok.astype(np.float64) - ymx) <= bmx).all()
     assert (np.abs(np.maximum(z, f32(0)).astype(np.float64) - ymx) > bmx).any()
@@ -340,23 +345,12 @@ def test_sine_and_exp_match_and_agree(tmp_path):
     assert stages == ["linear + b, sin", "linear + b, sin", "linear + b, exp"], desc
     rng = np.random.default_rng(3)
     x16 = rng.uniform(-1, 1, (512, cin)).astype(np.float16)
-    with torch.no_grad():
-        want = module.double()(torch.from_numpy(x16.astype(np.float64))).numpy()
-    y64, b64 = reference(path, x16, mixed=False)
-    np.testing.assert_allclose(y64, want, rtol=FOLDED_TOL, atol=FOLDED_TOL)
-    ymx, bmx = reference(path, x16, mixed=True)
-    assert (np.abs(ymx - want) <= b64).all()
-    f32 = np.float32
-
-    def lin(v, layer, scale=1.0):
-        w = (layer.weight.detach().double().numpy().T * scale).astype(f32)
-        b = (layer.bias.detach().double().numpy() * scale).astype(f32)
-        return v.astype(f32) @ w.astype(np.float16).astype(f32) + b
+    ymx, bmx = _fp64_and_mixed(path, module, x16, FOLDED_TOL)
 
     def model(omega):
-        h = np.sin(lin(x16, module.a, omega)).astype(np.float16)
-        h = np.sin(lin(h, module.b)).astype(np.float16)
-        return np.exp(lin(h, module.c)).astype(np.float64)
+        h = np.sin(_lin32(x16, module.a, omega)).astype(np.float16)
+        h = np.sin(_lin32(h, module.b)).astype(np.float16)
+        return np.exp(_lin32(h, module.c)).astype(np.float64)
 
     assert (np.abs(model(30.0) - ymx) <= bmx).all()
     assert (np.abs(model(1.0) - ymx) > bmx).any()
@@ -388,25 +382,16 @@ def test_leaky_relu_matches_and_agrees(tmp_path):
     assert stages == ["linear + b, leaky_relu(0.2)"] * 2 + ["linear + b"], desc
     rng = np.random.default_rng(17)
     x16 = (2.0 * rng.standard_normal((512, cin))).astype(np.float16)
-    with torch.no_grad():
-        want = module.double()(torch.from_numpy(x16.astype(np.float64))).numpy()
-    y64, b64 = reference(path, x16, mixed=False)
     # alpha is held in fp32 (0.2 is not a binary fraction): 2^-24 relative on the slope
-    np.testing.assert_allclose(y64, want, rtol=FOLDED_TOL, atol=FOLDED_TOL)
-    ymx, bmx = reference(path, x16, mixed=True)
-    assert (np.abs(ymx - want) <= b64).all()
+    ymx, bmx = _fp64_and_mixed(path, module, x16, FOLDED_TOL)
     f32 = np.float32
-
-    def lin(v, layer):
-        w = layer.weight.detach().float().numpy().T.astype(np.float16).astype(f32)
-        return v.astype(f32) @ w + layer.bias.detach().float().numpy()
 
     def model(alpha):
         h = x16
         for layer in (module.a, module.b):
-            z = lin(h, layer)
+            z = _lin32(h, layer)
             h = (np.maximum(z, f32(0)) + f32(alpha) * np.minimum(z, f32(0))).astype(np.float16)
-        return lin(h, module.c).astype(np.float64)
+        return _lin32(h, module.c).astype(np.float64)
 
     assert (np.abs(model(0.2) - ymx) <= bmx).all()
     assert (np.abs(model(0.0) - ymx) > bmx).any()
