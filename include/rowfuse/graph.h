@@ -58,6 +58,8 @@ typedef enum rf_op {
     RF_OP_SOFTPLUS,
     RF_OP_SIN,
     RF_OP_LEAKY_RELU,
+    RF_OP_ELU,
+    RF_OP_MISH,
     RF_OP_GREATER,
     RF_OP_WHERE,
     /* Layout ops: allowed only where they keep rows on axis 0. */

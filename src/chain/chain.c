@@ -10,8 +10,8 @@ static const char *const rf_chain_op_names[] = {
     "linear", "gated", "act", "add", "norm", "mul",
 };
 static const char *const rf_chain_fn_names[] = {
-    "relu",     "gelu_erf", "gelu_tanh", "silu", "sigmoid",    "tanh",
-    "identity", "softplus", "exp",       "sin",  "leaky_relu",
+    "relu",     "gelu_erf", "gelu_tanh", "silu",       "sigmoid", "tanh", "identity",
+    "softplus", "exp",      "sin",       "leaky_relu", "elu",     "mish",
 };
 
 _Static_assert(sizeof rf_chain_op_names / sizeof rf_chain_op_names[0] == RF_CHAIN_OP_COUNT_,
@@ -21,6 +21,10 @@ _Static_assert(sizeof rf_chain_fn_names / sizeof rf_chain_fn_names[0] == RF_CHAI
 
 const char *rf_chain_op_name(rf_chain_op_t op) {
     return (int)op >= 0 && op < RF_CHAIN_OP_COUNT_ ? rf_chain_op_names[op] : "?";
+}
+
+int rf_chain_fn_parametric(rf_chain_fn_t fn) {
+    return fn == RF_CHAIN_FN_LEAKY_RELU || fn == RF_CHAIN_FN_ELU;
 }
 
 const char *rf_chain_fn_name(rf_chain_fn_t fn) {
@@ -84,6 +88,10 @@ double rf_chain_fn_eval(rf_chain_fn_t fn, double alpha, double x) {
         return sin(x);
     case RF_CHAIN_FN_LEAKY_RELU:
         return x < 0.0 ? alpha * x : x;
+    case RF_CHAIN_FN_ELU:
+        return x < 0.0 ? alpha * expm1(x) : x;
+    case RF_CHAIN_FN_MISH:
+        return x * tanh((x > 0.0 ? x : 0.0) + log1p(exp(-fabs(x))));
     case RF_CHAIN_FN_IDENTITY:
     default:
         return x;
@@ -112,6 +120,10 @@ float rf_chain_fn_eval32(rf_chain_fn_t fn, float alpha, float x) {
         return sinf(x);
     case RF_CHAIN_FN_LEAKY_RELU:
         return x < 0.0f ? alpha * x : x;
+    case RF_CHAIN_FN_ELU:
+        return x < 0.0f ? alpha * expm1f(x) : x;
+    case RF_CHAIN_FN_MISH:
+        return x * tanhf((x > 0.0f ? x : 0.0f) + log1pf(expf(-fabsf(x))));
     case RF_CHAIN_FN_IDENTITY:
     default:
         return x;
@@ -131,7 +143,10 @@ double rf_chain_fn_lipschitz(rf_chain_fn_t fn, double alpha) {
     case RF_CHAIN_FN_EXP: /* unbounded: its bound moves with the interval's ends (ref.c) */
         return INFINITY;
     case RF_CHAIN_FN_LEAKY_RELU:
+    case RF_CHAIN_FN_ELU: /* ELU's slope below 0 is alpha e^x <= |alpha| */
         return fabs(alpha) > 1.0 ? fabs(alpha) : 1.0;
+    case RF_CHAIN_FN_MISH: /* its largest slope, 1.0885 near x = 1.49 */
+        return 1.09;
     default:
         return 1.0;
     }
@@ -506,10 +521,10 @@ void rf_chain_describe(const rf_chain_t *c, char *buf, size_t size) {
                    st->b ? " + b" : "");
             if (st->op == RF_CHAIN_GATED)
                 RF_PUT(" gated %s", rf_chain_fn_name(st->fn));
-            if (st->op == RF_CHAIN_GATED && st->fn == RF_CHAIN_FN_LEAKY_RELU)
+            if (st->op == RF_CHAIN_GATED && rf_chain_fn_parametric(st->fn))
                 RF_PUT("(%g)", st->alpha);
             for (int e = 0; e < st->n_epi; e++) {
-                if (st->epi[e].op == RF_CHAIN_EPI_ACT && st->epi[e].fn == RF_CHAIN_FN_LEAKY_RELU)
+                if (st->epi[e].op == RF_CHAIN_EPI_ACT && rf_chain_fn_parametric(st->epi[e].fn))
                     RF_PUT(", %s(%g)", rf_chain_fn_name(st->epi[e].fn), st->epi[e].alpha);
                 else if (st->epi[e].op == RF_CHAIN_EPI_ACT)
                     RF_PUT(", %s", rf_chain_fn_name(st->epi[e].fn));
@@ -520,7 +535,7 @@ void rf_chain_describe(const rf_chain_t *c, char *buf, size_t size) {
             break;
         case RF_CHAIN_ACT:
             RF_PUT(" %s(v%d)", rf_chain_fn_name(st->fn), st->src);
-            if (st->fn == RF_CHAIN_FN_LEAKY_RELU)
+            if (rf_chain_fn_parametric(st->fn))
                 RF_PUT(" alpha %g", st->alpha);
             break;
         case RF_CHAIN_ADD:

@@ -66,6 +66,8 @@ typedef enum rf_chain_fn {
     RF_CHAIN_FN_EXP,        /* exp(x), tiny-cuda-nn's Exponential */
     RF_CHAIN_FN_SIN,        /* sin(x), tiny-cuda-nn's Sine (SIREN, after a folded scale) */
     RF_CHAIN_FN_LEAKY_RELU, /* x < 0 ? alpha x : x (alpha: the stage's or epilogue's) */
+    RF_CHAIN_FN_ELU,        /* x < 0 ? alpha (exp(x) - 1) : x */
+    RF_CHAIN_FN_MISH,       /* x tanh(softplus(x)) */
     RF_CHAIN_FN_COUNT_
 } rf_chain_fn_t;
 
@@ -165,6 +167,7 @@ void rf_chain_assign_dtypes(rf_chain_t *chain);
 
 const char *rf_chain_op_name(rf_chain_op_t op);            /* "linear", "gated", ... */
 const char *rf_chain_fn_name(rf_chain_fn_t fn);            /* "relu", "gelu_erf", ... */
+int rf_chain_fn_parametric(rf_chain_fn_t fn);              /* leaky_relu, elu: alpha matters */
 const char *rf_chain_norm_name(rf_chain_norm_kind_t kind); /* "layernorm", ... */
 unsigned rf_chain_norm_flags(rf_chain_norm_kind_t kind);   /* RF_CHAIN_NORM_* */
 /* The kind named `name`; 0 when there is none. */

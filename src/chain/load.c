@@ -56,11 +56,11 @@ static rf_status_t fn_of(const rf_loader_t *l, const cJSON *o, const char *where
                       l->path, where, s);
     *out = (rf_chain_fn_t)fn;
     *out_alpha = 0.0f;
-    if (fn == RF_CHAIN_FN_LEAKY_RELU) {
+    if (rf_chain_fn_parametric((rf_chain_fn_t)fn)) {
         const cJSON *a = cJSON_GetObjectItemCaseSensitive(o, "alpha");
         if (!cJSON_IsNumber(a) || !isfinite(a->valuedouble))
-            return RF_ERR(RF_CODE_PARSE_ERROR, "%s: %s\"alpha\" of leaky_relu must be a number",
-                          l->path, where);
+            return RF_ERR(RF_CODE_PARSE_ERROR, "%s: %s\"alpha\" of %s must be a number", l->path,
+                          where, s);
         *out_alpha = (float)a->valuedouble;
     }
     return RF_OK;

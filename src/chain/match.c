@@ -12,8 +12,8 @@
  *   act      a closed region of elementwise nodes reading one value and scalar constants
  *            (nn.GELU, the erf and tanh GELU formulas, x * sigmoid(x), ...): the region's
  *            function is evaluated at 1,605 points in [-40, 40] and must equal relu,
- *            gelu_erf, gelu_tanh, silu, sigmoid, tanh, softplus, exp, sin, leaky_relu (its
- *            alpha the LeakyRelu node's) or the identity within
+ *            gelu_erf, gelu_tanh, silu, sigmoid, tanh, softplus, exp, sin, mish,
+ *            leaky_relu or elu (alpha the LeakyRelu or Elu node's) or the identity within
  *            1e-6 (1 + |x|) (far below fp16's resolution) and contain the op that defines
  *            it (Relu; Erf or Gelu; Tanh or Gelu(tanh); Sigmoid or Exp; Softplus, or Log
  *            and Exp; Exp; Sin); Greater and Where make piecewise forms (nn.Softplus's
@@ -585,6 +585,8 @@ static int elementwise_op(const rf_node_t *n) {
     case RF_OP_SOFTPLUS:
     case RF_OP_SIN:
     case RF_OP_LEAKY_RELU:
+    case RF_OP_ELU:
+    case RF_OP_MISH:
     case RF_OP_GREATER:
     case RF_OP_WHERE:
     case RF_OP_IDENTITY:
@@ -690,6 +692,12 @@ static double region_eval(const rf_matcher_t *m, const rf_region_t *r, const uns
         case RF_OP_LEAKY_RELU:
             y = rf_chain_fn_eval(RF_CHAIN_FN_LEAKY_RELU, rf_node_attr_float(n, "alpha", 0.01), u);
             break;
+        case RF_OP_ELU:
+            y = rf_chain_fn_eval(RF_CHAIN_FN_ELU, rf_node_attr_float(n, "alpha", 1.0), u);
+            break;
+        case RF_OP_MISH:
+            y = rf_chain_fn_eval(RF_CHAIN_FN_MISH, 0.0, u);
+            break;
         case RF_OP_GREATER:
             y = u > w ? 1.0 : 0.0;
             break;
@@ -725,7 +733,7 @@ static double region_eval(const rf_matcher_t *m, const rf_region_t *r, const uns
 static int region_identify(const rf_matcher_t *m, const rf_region_t *r, const unsigned char *sel,
                            int end, double *out_alpha) {
     int has_relu = 0, has_erf = 0, has_tanh = 0, has_sig = 0, has_sp = 0, has_log = 0;
-    int has_exp = 0, has_sin = 0, has_leaky = 0;
+    int has_exp = 0, has_sin = 0, has_leaky = 0, has_elu = 0, has_mish = 0;
     double alpha = 0.0;
     for (int i = 0; i <= end; i++) {
         if (!sel[i])
@@ -739,12 +747,14 @@ static int region_identify(const rf_matcher_t *m, const rf_region_t *r, const un
         has_log |= n->op == RF_OP_LOG;
         has_exp |= n->op == RF_OP_EXP;
         has_sin |= n->op == RF_OP_SIN;
-        if (n->op == RF_OP_LEAKY_RELU && !has_leaky) {
-            has_leaky = 1;
-            alpha = rf_node_attr_float(n, "alpha", 0.01);
+        has_mish |= n->op == RF_OP_MISH;
+        if ((n->op == RF_OP_LEAKY_RELU || n->op == RF_OP_ELU) && !has_leaky && !has_elu) {
+            has_leaky = n->op == RF_OP_LEAKY_RELU;
+            has_elu = n->op == RF_OP_ELU;
+            alpha = rf_node_attr_float(n, "alpha", has_elu ? 1.0 : 0.01);
         }
     }
-    *out_alpha = has_leaky ? alpha : 0.0;
+    *out_alpha = has_leaky || has_elu ? alpha : 0.0;
     has_sp |= has_log && has_sig; /* log(1 + exp(x)) */
     /* Each function with the op that must define it. */
     const struct {
@@ -760,7 +770,9 @@ static int region_identify(const rf_matcher_t *m, const rf_region_t *r, const un
                 {RF_CHAIN_FN_SOFTPLUS, has_sp},
                 {RF_CHAIN_FN_EXP, has_exp},
                 {RF_CHAIN_FN_SIN, has_sin},
-                {RF_CHAIN_FN_LEAKY_RELU, has_leaky}};
+                {RF_CHAIN_FN_LEAKY_RELU, has_leaky},
+                {RF_CHAIN_FN_ELU, has_elu},
+                {RF_CHAIN_FN_MISH, has_mish}};
     for (size_t f = 0; f < sizeof cand / sizeof cand[0]; f++) {
         if (!cand[f].defined)
             continue;
@@ -878,7 +890,7 @@ static rf_status_t match_act(rf_matcher_t *m, int k, int *out_matched) {
         return refuse(m, k,
                       "the elementwise function of '%s' that starts here is not one rowfuse "
                       "compiles (relu, gelu with erf or tanh, silu, sigmoid, tanh, softplus, exp, "
-                      "sin, leaky relu); a "
+                      "sin, leaky relu, elu, mish); a "
                       "scale or "
                       "shift by a constant can be folded into the neighbouring linear",
                       vl(m, r.in)->name);

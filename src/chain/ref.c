@@ -65,7 +65,7 @@ static double rf_store(rf_chain_precision_t p, rf_dtype_t dt, double t, double e
 static int rf_fn_monotone(rf_chain_fn_t fn, double alpha) {
     return fn == RF_CHAIN_FN_RELU || fn == RF_CHAIN_FN_SIGMOID || fn == RF_CHAIN_FN_TANH ||
            fn == RF_CHAIN_FN_IDENTITY || fn == RF_CHAIN_FN_SOFTPLUS || fn == RF_CHAIN_FN_EXP ||
-           (fn == RF_CHAIN_FN_LEAKY_RELU && alpha >= 0.0);
+           ((fn == RF_CHAIN_FN_LEAKY_RELU || fn == RF_CHAIN_FN_ELU) && alpha >= 0.0);
 }
 
 /* F applied to a value t known within e: returns F(t), *io_e becomes the bound on the

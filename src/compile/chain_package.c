@@ -127,7 +127,7 @@ static void write_stage(rf_json_writer_t *w, const rf_chain_plan_t *p, int s) {
             rf_json_key_int(w, "bg", sp->b);
             rf_json_key_int(w, "bu", sp->bu);
             rf_json_key_string(w, "fn", rf_chain_fn_name(st->fn));
-            if (st->fn == RF_CHAIN_FN_LEAKY_RELU)
+            if (rf_chain_fn_parametric(st->fn))
                 rf_json_key_double(w, "alpha", st->alpha);
         }
         rf_json_key_int(w, "n_chunk", sp->n_chunk);
@@ -143,7 +143,7 @@ static void write_stage(rf_json_writer_t *w, const rf_chain_plan_t *p, int s) {
                     rf_json_key_int(w, "src", ep->src);
                 else
                     rf_json_key_string(w, "fn", rf_chain_fn_name(ep->fn));
-                if (ep->op == RF_CHAIN_EPI_ACT && ep->fn == RF_CHAIN_FN_LEAKY_RELU)
+                if (ep->op == RF_CHAIN_EPI_ACT && rf_chain_fn_parametric(ep->fn))
                     rf_json_key_double(w, "alpha", ep->alpha);
                 rf_json_object_end(w);
             }
@@ -154,7 +154,7 @@ static void write_stage(rf_json_writer_t *w, const rf_chain_plan_t *p, int s) {
         rf_json_key_int(w, "src", st->src);
         rf_json_key_int(w, "dst", st->dst);
         rf_json_key_string(w, "fn", rf_chain_fn_name(st->fn));
-        if (st->fn == RF_CHAIN_FN_LEAKY_RELU)
+        if (rf_chain_fn_parametric(st->fn))
             rf_json_key_double(w, "alpha", st->alpha);
         break;
     case RF_CHAIN_ADD:

@@ -60,6 +60,8 @@ static const char *const rf_op_names[RF_OP_COUNT_] = {
     [RF_OP_SOFTPLUS] = "Softplus",
     [RF_OP_SIN] = "Sin",
     [RF_OP_LEAKY_RELU] = "LeakyRelu",
+    [RF_OP_ELU] = "Elu",
+    [RF_OP_MISH] = "Mish",
     [RF_OP_GREATER] = "Greater",
     [RF_OP_WHERE] = "Where",
 };

@@ -616,6 +616,8 @@ rf_status_t rf_shape_infer_node(const rf_graph_t *g, int k,
     case RF_OP_SOFTPLUS:
     case RF_OP_SIN:
     case RF_OP_LEAKY_RELU:
+    case RF_OP_ELU:
+    case RF_OP_MISH:
     case RF_OP_IDENTITY:
         st = infer_unary(&c);
         break;

@@ -292,6 +292,8 @@ static rf_ref_kernel_fn rf_ref_kernel_for(rf_op_t op) {
     case RF_OP_SOFTPLUS:
     case RF_OP_SIN:
     case RF_OP_LEAKY_RELU:
+    case RF_OP_ELU:
+    case RF_OP_MISH:
         return rf_ref_unary;
     case RF_OP_CAST:
         return rf_ref_cast;

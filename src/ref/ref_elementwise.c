@@ -95,6 +95,16 @@ rf_status_t rf_ref_unary(rf_ref_ctx_t *ctx, const rf_node_t *node) {
             y[e] = in[e] < 0.0 ? alpha * in[e] : in[e];
         break;
     }
+    case RF_OP_ELU: {
+        double alpha = rf_node_attr_float(node, "alpha", 1.0);
+        for (int64_t e = 0; e < n; e++)
+            y[e] = in[e] < 0.0 ? alpha * expm1(in[e]) : in[e];
+        break;
+    }
+    case RF_OP_MISH: /* x tanh(softplus(x)) */
+        for (int64_t e = 0; e < n; e++)
+            y[e] = in[e] * tanh((in[e] > 0.0 ? in[e] : 0.0) + log1p(exp(-fabs(in[e]))));
+        break;
     case RF_OP_SOFTPLUS: /* ln(exp(x) + 1), without overflow */
         for (int64_t e = 0; e < n; e++)
             y[e] = (in[e] > 0.0 ? in[e] : 0.0) + log1p(exp(-fabs(in[e])));

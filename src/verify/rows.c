@@ -485,6 +485,8 @@ static rf_status_t rule_node(rf_rows_t *r) {
     case RF_OP_SOFTPLUS:
     case RF_OP_SIN:
     case RF_OP_LEAKY_RELU:
+    case RF_OP_ELU:
+    case RF_OP_MISH:
     case RF_OP_GREATER:
     case RF_OP_WHERE:
     case RF_OP_CAST:

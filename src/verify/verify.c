@@ -12,7 +12,8 @@
 
 #define RF_SUPPORTED_OPS                                                                           \
     "MatMul, Gemm, Add, Sub, Mul, Div, Pow, Relu, Gelu, Sigmoid, Tanh, Erf, Sqrt, Reciprocal, "    \
-    "Neg, Exp, Log, Abs, Softplus, Sin, LeakyRelu, Greater, Where, Cast, Constant, "               \
+    "Neg, Exp, Log, Abs, Softplus, Sin, LeakyRelu, Elu, Mish, Greater, Where, Cast, "              \
+    "Constant, "                                                                                   \
     "Identity, "                                                                                   \
     "ReduceMean/ReduceSum/ReduceMax over "                                                         \
     "features, LayerNormalization, RMSNormalization and Softmax over features, and "               \

@@ -356,42 +356,61 @@ def test_sine_and_exp_match_and_agree(tmp_path):
     assert (np.abs(model(1.0) - ymx) > bmx).any()
 
 
-class _Leaky(torch.nn.Module):
-    """A GAN-discriminator-style MLP: LeakyReLU(0.2) hidden layers, one logit."""
+def _np_act(name: str, z, alpha=0.0):
+    """The fp32 activations of the kernel model (numpy, float32 in and out)."""
+    f32 = np.float32
+    if name == "leaky_relu":
+        return np.maximum(z, f32(0)) + f32(alpha) * np.minimum(z, f32(0))
+    if name == "elu":
+        return np.maximum(z, f32(0)) + f32(alpha) * np.expm1(np.minimum(z, f32(0)))
+    if name == "mish":
+        return z * np.tanh(np.maximum(z, f32(0)) + np.log1p(np.exp(-np.abs(z))))
+    return np.maximum(z, f32(0))  # relu: the wrong function of the planted fault
 
-    def __init__(self):
+
+class _Hidden(torch.nn.Module):
+    """An MLP whose two hidden layers use activation `f`, one output."""
+
+    def __init__(self, f):
         super().__init__()
         self.a = torch.nn.Linear(32, 64)
         self.b = torch.nn.Linear(64, 64)
         self.c = torch.nn.Linear(64, 1)
-        self.f = torch.nn.LeakyReLU(0.2)
+        self.f = f
 
     def forward(self, x):
         return self.c(self.f(self.b(self.f(self.a(x)))))
 
 
-def test_leaky_relu_matches_and_agrees(tmp_path):
-    """LeakyReLU (the ONNX op with its alpha) is an activation carrying its parameter: in
-    the description, the package's plan (read back by the loader) and the bound; an fp32
-    model of the kernel lies within it, the same model with ReLU (alpha dropped) does not."""
+@pytest.mark.parametrize(
+    "f,act,alpha",
+    [
+        (torch.nn.LeakyReLU(0.2), "leaky_relu", 0.2),
+        (torch.nn.ELU(0.5), "elu", 0.5),
+        (torch.nn.Mish(), "mish", 0.0),
+    ],
+)
+def test_parametric_and_smooth_activations_match_and_agree(f, act, alpha, tmp_path):
+    """LeakyReLU and ELU (ONNX ops with an alpha, carried by the stage through the plan and
+    the loader) and Mish match as the hidden layers' activation; an fp32 model of the kernel
+    lies within the mixed bound, the same model with ReLU in their place does not."""
     torch.manual_seed(13)
-    module = _Leaky().eval()
-    path = export(module, torch.randn(16, 32), 16, str(tmp_path / "leaky.onnx"))
+    module = _Hidden(f).eval()
+    path = export(module, torch.randn(16, 32), 16, str(tmp_path / f"{act}.onnx"))
     desc, (cin, _, _) = chain_of(path)
+    shown = f"{act}({alpha:g})" if act in ("leaky_relu", "elu") else act
     stages = [_summary(ln) for ln in desc.splitlines()[1:]]
-    assert stages == ["linear + b, leaky_relu(0.2)"] * 2 + ["linear + b"], desc
+    assert stages == [f"linear + b, {shown}"] * 2 + ["linear + b"], desc
     rng = np.random.default_rng(17)
     x16 = (2.0 * rng.standard_normal((512, cin))).astype(np.float16)
     # alpha is held in fp32 (0.2 is not a binary fraction): 2^-24 relative on the slope
     ymx, bmx = _fp64_and_mixed(path, module, x16, FOLDED_TOL)
-    f32 = np.float32
 
-    def model(alpha):
+    def model(name):
         h = x16
         for layer in (module.a, module.b):
-            z = _lin32(h, layer)
-            h = (np.maximum(z, f32(0)) + f32(alpha) * np.minimum(z, f32(0))).astype(np.float16)
+            h = _np_act(name, _lin32(h, layer), alpha).astype(np.float16)
         return _lin32(h, module.c).astype(np.float64)
 
-    assert (np.abs(model(0.2) - ymx) <= bmx).all()
-    assert (np.abs(model(0.0) - ymx) > bmx).any()
+    assert (np.abs(model(act) - ymx) <= bmx).all()
+    assert (np.abs(model("relu") - ymx) > bmx).any()

@@ -72,21 +72,24 @@ ACTS = (
     "exp",
     "sin",
     "leaky_relu",
+    "elu",
+    "mish",
 )
+PARAMETRIC = ("leaky_relu", "elu")  # activations with a parameter, "alpha" in the spec
 
 
 def _act_of(e: dict, where: str) -> str:
-    """The activation of a spec entry ("fn", and for leaky_relu its "alpha") as the one
-    string the generator carries: "leaky_relu:ALPHA" for the parametric one."""
+    """The activation of a spec entry ("fn", and for a PARAMETRIC one its "alpha") as the
+    one string the generator carries: "leaky_relu:ALPHA", "elu:ALPHA"."""
     fn = e.get("fn")
     if fn not in ACTS:
         raise SpecError(f"{where}: unknown act fn {fn!r}")
-    if fn != "leaky_relu":
+    if fn not in PARAMETRIC:
         return fn
     alpha = e.get("alpha")
     if not isinstance(alpha, (int, float)) or isinstance(alpha, bool) or not math.isfinite(alpha):
-        raise SpecError(f"{where}: leaky_relu needs a finite alpha, got {alpha!r}")
-    return f"leaky_relu:{float(alpha)!r}"
+        raise SpecError(f"{where}: {fn} needs a finite alpha, got {alpha!r}")
+    return f"{fn}:{float(alpha)!r}"
 
 
 # The norm kinds (src/chain/chain.h's RF_CHAIN_NORM_LIST) and the parameters each has in
@@ -461,6 +464,12 @@ def _act(fn: str, x):
     if fn.startswith("leaky_relu:"):  # x < 0 ? alpha x : x
         alpha = f32(float(fn.split(":", 1)[1]))
         return cute.arch.fmax(x, f32(0.0)) + alpha * cute.arch.fmin(x, f32(0.0))
+    if fn.startswith("elu:"):  # x < 0 ? alpha (exp(x) - 1) : x
+        alpha = f32(float(fn.split(":", 1)[1]))
+        return cute.arch.fmax(x, f32(0.0)) + alpha * cute.math.expm1(cute.arch.fmin(x, f32(0.0)))
+    if fn == "mish":  # x tanh(softplus(x))
+        sp = cute.arch.fmax(x, f32(0.0)) + cute.math.log1p(cute.math.exp(cute.arch.fmin(x, -x)))
+        return x * cute.math.tanh(sp)
     raise SpecError(f"unknown activation {fn!r}")
 
 
