@@ -9,7 +9,9 @@ byte for byte), so no weights.bin is carried. There: every weights.bin written f
 modules; the weight-streaming packages through `rowfuse bench --c` with warm and cold L2
 (stream.json); then `python -m rowfuse.bench.chains`, in one process, under
 CHAINS_TIMEOUT seconds (default 540; it starts no new cell in its last 90 s and keeps what
-it finished). CHAINS_KINDS and CHAINS_ROWS narrow the set (comma-separated).
+it finished). CHAINS_KINDS and CHAINS_ROWS narrow the set (comma-separated);
+CHAINS_STREAM=0 skips the C host's streaming figures, CHAINS_SUITE=0 the Python suite (a
+GPU call has ten minutes: run them in calls of their own).
 """
 
 from __future__ import annotations
@@ -89,8 +91,10 @@ def run(r: c.Run) -> None:
         "weights.log",
         600,
     )
-    if ok:
+    if ok and os.environ.get("CHAINS_STREAM", "1") != "0":
         _stream_figures(r, d, m)
+    if os.environ.get("CHAINS_SUITE", "1") == "0":
+        return
     limit = int(os.environ.get("CHAINS_TIMEOUT", "540"))
     js = d / "chains.json"
     ok, _, text = r.cmd(
@@ -127,17 +131,17 @@ def run(r: c.Run) -> None:
 
 
 def _stream_figures(r: c.Run, d, m) -> None:
-    """The weight-streaming packages (kernel stream_*) through the C host at the rows they
-    were planned for, warm and cold L2 (`--cold-l2`: the L2 evicted before every
-    observation): weight bytes over the GPU span against the measured copy rate, into
-    stream.json."""
+    """The weight-streaming packages (kernel stream_*) planned for at most 64 rows (the
+    decode regime) through the C host at those rows, warm and cold L2 (`--cold-l2`: the L2
+    evicted before every observation): weight bytes over the GPU span against the measured
+    copy rate, into stream.json."""
     rows = []
     for name in sorted(m["packages"]):
         plan = c.read_json(c.PKGS / name / "plan.json") or {}
         kernel = (plan.get("kernels") or [{}])[0].get("name", "")
-        if not kernel.startswith("stream_"):
-            continue
         n = name.rsplit("-", 1)[1]
+        if not kernel.startswith("stream_") or int(n) > 64:
+            continue
         for mode in ("warm", "cold"):
             js = d / f"stream_{name}_{mode}.json"
             cmd = [r.rowfuse(), "bench", c.PKGS / name, "--c", "--rows", n, "-o", js]
