@@ -79,6 +79,10 @@ typedef enum rf_op {
 
 const char *rf_op_name(rf_op_t op);           /* ONNX op_type, e.g. "MatMul" */
 rf_op_t rf_op_from_name(const char *op_type); /* RF_OP_UNKNOWN if not known */
+/* 1 for the elementwise functions of one input (Relu, Gelu, ..., Mish; not Identity): one
+ * output of the input's shape and dtype. The one list the shape rules, the reference, the
+ * row rules and the chain matcher read. */
+int rf_op_is_unary(rf_op_t op);
 
 typedef enum rf_attr_type {
     RF_ATTR_INT,

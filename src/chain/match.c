@@ -570,23 +570,9 @@ static rf_status_t match_norm(rf_matcher_t *m, int k, int *out_matched) {
 #define RF_PROBES 1605
 
 static int elementwise_op(const rf_node_t *n) {
+    if (rf_op_is_unary(n->op))
+        return n->n_outputs == 1;
     switch (n->op) {
-    case RF_OP_RELU:
-    case RF_OP_GELU:
-    case RF_OP_SIGMOID:
-    case RF_OP_TANH:
-    case RF_OP_ERF:
-    case RF_OP_SQRT:
-    case RF_OP_RECIPROCAL:
-    case RF_OP_NEG:
-    case RF_OP_EXP:
-    case RF_OP_LOG:
-    case RF_OP_ABS:
-    case RF_OP_SOFTPLUS:
-    case RF_OP_SIN:
-    case RF_OP_LEAKY_RELU:
-    case RF_OP_ELU:
-    case RF_OP_MISH:
     case RF_OP_GREATER:
     case RF_OP_WHERE:
     case RF_OP_IDENTITY:

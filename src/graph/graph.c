@@ -66,6 +66,30 @@ static const char *const rf_op_names[RF_OP_COUNT_] = {
     [RF_OP_WHERE] = "Where",
 };
 
+int rf_op_is_unary(rf_op_t op) {
+    switch (op) {
+    case RF_OP_RELU:
+    case RF_OP_GELU:
+    case RF_OP_SIGMOID:
+    case RF_OP_TANH:
+    case RF_OP_ERF:
+    case RF_OP_SQRT:
+    case RF_OP_RECIPROCAL:
+    case RF_OP_NEG:
+    case RF_OP_EXP:
+    case RF_OP_LOG:
+    case RF_OP_ABS:
+    case RF_OP_SOFTPLUS:
+    case RF_OP_SIN:
+    case RF_OP_LEAKY_RELU:
+    case RF_OP_ELU:
+    case RF_OP_MISH:
+        return 1;
+    default:
+        return 0;
+    }
+}
+
 const char *rf_op_name(rf_op_t op) {
     if ((int)op < 0 || op >= RF_OP_COUNT_)
         return "Unknown";

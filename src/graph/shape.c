@@ -602,22 +602,6 @@ rf_status_t rf_shape_infer_node(const rf_graph_t *g, int k,
     case RF_OP_POW:
         st = infer_elementwise(&c);
         break;
-    case RF_OP_RELU:
-    case RF_OP_GELU:
-    case RF_OP_SIGMOID:
-    case RF_OP_TANH:
-    case RF_OP_ERF:
-    case RF_OP_SQRT:
-    case RF_OP_RECIPROCAL:
-    case RF_OP_NEG:
-    case RF_OP_EXP:
-    case RF_OP_LOG:
-    case RF_OP_ABS:
-    case RF_OP_SOFTPLUS:
-    case RF_OP_SIN:
-    case RF_OP_LEAKY_RELU:
-    case RF_OP_ELU:
-    case RF_OP_MISH:
     case RF_OP_IDENTITY:
         st = infer_unary(&c);
         break;
@@ -684,7 +668,10 @@ rf_status_t rf_shape_infer_node(const rf_graph_t *g, int k,
         st = infer_cumsum(&c);
         break;
     default:
-        return RF_OK; /* ops added to rf_op_t later: no rule yet, left untyped */
+        if (!rf_op_is_unary(node->op))
+            return RF_OK; /* ops added to rf_op_t later: no rule yet, left untyped */
+        st = infer_unary(&c);
+        break;
     }
     RF_RETURN_IF_ERROR_PLAIN(st);
     for (int i = 0; i < node->n_outputs; i++) {

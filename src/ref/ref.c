@@ -278,23 +278,6 @@ static rf_ref_kernel_fn rf_ref_kernel_for(rf_op_t op) {
         return rf_ref_binary;
     case RF_OP_WHERE:
         return rf_ref_where;
-    case RF_OP_RELU:
-    case RF_OP_GELU:
-    case RF_OP_SIGMOID:
-    case RF_OP_TANH:
-    case RF_OP_ERF:
-    case RF_OP_SQRT:
-    case RF_OP_RECIPROCAL:
-    case RF_OP_NEG:
-    case RF_OP_EXP:
-    case RF_OP_LOG:
-    case RF_OP_ABS:
-    case RF_OP_SOFTPLUS:
-    case RF_OP_SIN:
-    case RF_OP_LEAKY_RELU:
-    case RF_OP_ELU:
-    case RF_OP_MISH:
-        return rf_ref_unary;
     case RF_OP_CAST:
         return rf_ref_cast;
     case RF_OP_CONSTANT:
@@ -330,7 +313,7 @@ static rf_ref_kernel_fn rf_ref_kernel_for(rf_op_t op) {
     case RF_OP_GATHER:
         return rf_ref_gather;
     default:
-        return NULL;
+        return rf_op_is_unary(op) ? rf_ref_unary : NULL;
     }
 }
 

@@ -465,28 +465,14 @@ static rf_status_t rule_gather(rf_rows_t *r) {
 }
 
 static rf_status_t rule_node(rf_rows_t *r) {
+    if (rf_op_is_unary(r->n->op))
+        return rule_elementwise(r);
     switch (r->n->op) {
     case RF_OP_ADD:
     case RF_OP_SUB:
     case RF_OP_MUL:
     case RF_OP_DIV:
     case RF_OP_POW:
-    case RF_OP_RELU:
-    case RF_OP_GELU:
-    case RF_OP_SIGMOID:
-    case RF_OP_TANH:
-    case RF_OP_ERF:
-    case RF_OP_SQRT:
-    case RF_OP_RECIPROCAL:
-    case RF_OP_NEG:
-    case RF_OP_EXP:
-    case RF_OP_LOG:
-    case RF_OP_ABS:
-    case RF_OP_SOFTPLUS:
-    case RF_OP_SIN:
-    case RF_OP_LEAKY_RELU:
-    case RF_OP_ELU:
-    case RF_OP_MISH:
     case RF_OP_GREATER:
     case RF_OP_WHERE:
     case RF_OP_CAST:
