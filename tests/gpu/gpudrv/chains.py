@@ -10,8 +10,8 @@ modules; the weight-streaming packages through `rowfuse bench --c` with warm and
 (stream.json); then `python -m rowfuse.bench.chains`, in one process, under
 CHAINS_TIMEOUT seconds (default 540; it starts no new cell in its last 90 s and keeps what
 it finished). CHAINS_KINDS and CHAINS_ROWS narrow the set (comma-separated);
-CHAINS_STREAM=0 skips the C host's streaming figures, CHAINS_SUITE=0 the Python suite (a
-GPU call has ten minutes: run them in calls of their own).
+CHAINS_STREAM=0 skips the C host's streaming figures, CHAINS_SUITE=0 the Python suite (so
+that each can run in a command of its own where commands are time-limited).
 """
 
 from __future__ import annotations
