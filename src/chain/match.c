@@ -201,21 +201,52 @@ static rf_status_t new_stage(rf_matcher_t *m, rf_chain_op_t op, int out_value, i
 /* ---- linear ---- */
 
 /* MatMul(v, W) [+ b] or Gemm(v, W[, C]) at node k. *out_matched = 0: not a linear. */
-/* A linear's output `out` (after its bias) read only by a Mul with a per-feature constant
- * (a scalar or n values: LayerScale's gamma, a constant scale) is that linear with the
- * scale folded into W's columns and the bias, each product rounded to fp32 once (as GEMM's
- * alpha is); a following Add of a constant vector is then its bias. */
-static rf_status_t absorb_scale(rf_matcher_t *m, rf_chain_stage_t *st, int out) {
-    int64_t kk = st->k, nn = st->n;
+/* The node that alone reads `out`, when it is `op` of `out` and a constant of a scalar or n
+ * values that keeps the row shape: its index and the constant's value (*out_const); -1
+ * otherwise. */
+static int const_partner(const rf_matcher_t *m, int out, rf_op_t op, int64_t n, int *out_const) {
     int j = sole_reader(m, out);
-    const rf_node_t *mul = j >= 0 ? nd(m, j) : NULL;
-    if (!mul || mul->op != RF_OP_MUL || mul->n_inputs != 2)
+    const rf_node_t *q = j >= 0 ? nd(m, j) : NULL;
+    if (!q || q->op != op || q->n_inputs != 2)
+        return -1;
+    int other = q->inputs[0] == out ? q->inputs[1] : q->inputs[0];
+    if (mapped(m, other) || !const_vector(m, other, n) || !row_shaped(m, q->outputs[0], n))
+        return -1;
+    *out_const = other;
+    return j;
+}
+
+/* Node j (a const_partner of *io_out) folded into stage st: st's value is now j's output. */
+static void take_over(rf_matcher_t *m, const rf_chain_stage_t *st, int j, int *io_out) {
+    m->done[j] = 1;
+    m->vmap[*io_out] = -1;
+    *io_out = nd(m, j)->outputs[0];
+    m->vmap[*io_out] = st->dst;
+}
+
+/* A following Add of a constant vector is the bias of a linear that has none. */
+static rf_status_t absorb_bias(rf_matcher_t *m, rf_chain_stage_t *st, int *io_out) {
+    int v, j = st->b ? -1 : const_partner(m, *io_out, RF_OP_ADD, st->n, &v);
+    if (j < 0)
         return RF_OK;
-    int other = mul->inputs[0] == out ? mul->inputs[1] : mul->inputs[0];
-    if (mapped(m, other) || !const_vector(m, other, nn) || !row_shaped(m, mul->outputs[0], nn))
+    float *bias;
+    RF_RETURN_IF_ERROR_PLAIN(read_vector(m, v, st->n, 1.0, &bias));
+    st->b = bias;
+    take_over(m, st, j, io_out);
+    return RF_OK;
+}
+
+/* A linear's output read only by a Mul with a per-feature constant (a scalar or n values:
+ * LayerScale's gamma, a constant scale) is that linear with the scale folded into W's
+ * columns and the bias, each product rounded to fp32 once (as GEMM's alpha is); a
+ * following Add of a constant vector is then its bias. */
+static rf_status_t absorb_scale(rf_matcher_t *m, rf_chain_stage_t *st, int *io_out) {
+    int64_t kk = st->k, nn = st->n;
+    int v, j = const_partner(m, *io_out, RF_OP_MUL, nn, &v);
+    if (j < 0)
         return RF_OK;
     float *g, *w = (float *)st->w, *b = NULL;
-    RF_RETURN_IF_ERROR_PLAIN(read_vector(m, other, nn, 1.0, &g));
+    RF_RETURN_IF_ERROR_PLAIN(read_vector(m, v, nn, 1.0, &g));
     for (int64_t i = 0; i < kk; i++)
         for (int64_t c = 0; c < nn; c++)
             w[i * nn + c] = (float)((double)w[i * nn + c] * (double)g[c]);
@@ -225,25 +256,8 @@ static rf_status_t absorb_scale(rf_matcher_t *m, rf_chain_stage_t *st, int out) 
             b[c] = (float)((double)st->b[c] * (double)g[c]);
         st->b = b;
     }
-    m->done[j] = 1;
-    m->vmap[out] = -1;
-    out = mul->outputs[0];
-    m->vmap[out] = st->dst;
-    if (st->b)
-        return RF_OK;
-    int ja = sole_reader(m, out); /* (x W) * g + b: b is the bias */
-    const rf_node_t *add = ja >= 0 ? nd(m, ja) : NULL;
-    if (!add || add->op != RF_OP_ADD || add->n_inputs != 2)
-        return RF_OK;
-    int ob = add->inputs[0] == out ? add->inputs[1] : add->inputs[0];
-    if (mapped(m, ob) || !const_vector(m, ob, nn) || !row_shaped(m, add->outputs[0], nn))
-        return RF_OK;
-    RF_RETURN_IF_ERROR_PLAIN(read_vector(m, ob, nn, 1.0, &b));
-    st->b = b;
-    m->done[ja] = 1;
-    m->vmap[out] = -1;
-    m->vmap[add->outputs[0]] = st->dst;
-    return RF_OK;
+    take_over(m, st, j, io_out);
+    return absorb_bias(m, st, io_out); /* (x W) * g + b */
 }
 
 static rf_status_t match_linear(rf_matcher_t *m, int k, int *out_matched) {
@@ -299,25 +313,9 @@ static rf_status_t match_linear(rf_matcher_t *m, int k, int *out_matched) {
         float *bias;
         RF_RETURN_IF_ERROR_PLAIN(read_vector(m, cb, nn, beta, &bias));
         st->b = bias;
-    } else {
-        /* A following Add of a constant vector is the bias. */
-        int j = sole_reader(m, out);
-        const rf_node_t *add = j >= 0 ? nd(m, j) : NULL;
-        if (add && add->op == RF_OP_ADD && add->n_inputs == 2) {
-            int other = add->inputs[0] == out ? add->inputs[1] : add->inputs[0];
-            if (!mapped(m, other) && const_vector(m, other, nn) &&
-                row_shaped(m, add->outputs[0], nn)) {
-                float *bias;
-                RF_RETURN_IF_ERROR_PLAIN(read_vector(m, other, nn, 1.0, &bias));
-                st->b = bias;
-                m->done[j] = 1;
-                m->vmap[out] = -1;
-                out = add->outputs[0];
-                m->vmap[out] = st->dst;
-            }
-        }
     }
-    RF_RETURN_IF_ERROR_PLAIN(absorb_scale(m, st, out));
+    RF_RETURN_IF_ERROR_PLAIN(absorb_bias(m, st, &out));
+    RF_RETURN_IF_ERROR_PLAIN(absorb_scale(m, st, &out));
     m->done[k] = 1;
     *out_matched = 1;
     return RF_OK;
