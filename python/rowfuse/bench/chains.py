@@ -80,14 +80,15 @@ def write_all_weights(packages: str, weights_map: str) -> list[str]:
     from rowfuse import blocks
 
     wmaps = json.load(open(weights_map))
-    done = []
+    modules = {}  # one module per kind (its packages differ in rows only)
     for name, wm in wmaps.items():
+        kind = name.rsplit("-", 1)[0]
+        if kind not in modules:
+            modules[kind] = blocks.make(kind)[0]
         pkg = os.path.join(packages, name)
         plan = json.load(open(os.path.join(pkg, "plan.json")))
-        module, _ = blocks.make(name.rsplit("-", 1)[0])
-        write_weights(module, pkg, wm["map"], plan["chain"], wm["size"])
-        done.append(name)
-    return done
+        write_weights(modules[kind], pkg, wm["map"], plan["chain"], wm["size"])
+    return list(wmaps)
 
 
 # ---------------------------------------------------------------- weights, rebuilt
@@ -240,16 +241,15 @@ def bench_cell(kind: str, rows: int, package: str, args, seed: int) -> dict:
 
     from rowfuse import blocks
     from rowfuse import torch as rtorch
-    from rowfuse.bench import harness, triton_fused
+    from rowfuse.bench import harness, report, triton_fused
 
     tag = f"{kind} x {rows}"
     module, _ = blocks.make(kind)
     cell = {"kind": kind, "rows": rows, "variants": []}
+    plan = json.load(open(os.path.join(package, "plan.json")))
     if args.weights_map:
         wm = json.load(open(args.weights_map))[package_name(kind, rows)]
-        plan = json.load(open(os.path.join(package, "plan.json")))
         write_weights(module, package, wm["map"], plan["chain"], wm["size"])
-    plan = json.load(open(os.path.join(package, "plan.json")))
     cell["kernel"] = plan["kernels"][0]["name"] if plan.get("kernels") else None
     cell["schedule"] = plan.get("schedule")
     cell["weight_bytes"] = 2 * plan["chain"]["wh_elems"] + 4 * plan["chain"]["wf_elems"]
@@ -308,8 +308,7 @@ def bench_cell(kind: str, rows: int, package: str, args, seed: int) -> dict:
             harness.record_spans(ready, timed)
     for v in variants:
         r = dict(v.result)
-        span = (r.get("graph") or {}).get("span_us")
-        r["span_median_us"] = span["median"] if span else None
+        r["span_median_us"] = report.span_median(r)
         cell["variants"].append(r)
         harness.progress(
             f"{tag}: {v.name}: "

@@ -338,6 +338,11 @@ def _median(v, mode, metric):
     return s["median"] if s else None
 
 
+def span_median(v):
+    """The median GPU span of a variant's graph replays; None when it failed or has none."""
+    return _median(v, "graph", "span_us")
+
+
 def _tie(a, b, metric="span_us") -> bool:
     """Two variants' medians are a tie when their bootstrap 95% intervals overlap
     (docs/benchmarking.md); runs without intervals never tie."""

@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import os
 
+from rowfuse.bench import report
+
 from . import common as c
 
 SHAPES = "49x48x96,64x64x128,1000x96x200,4096x128x512,131072x32x64,8192x512x2048"
@@ -116,12 +118,6 @@ def run(r: c.Run) -> None:
         r.subs["bench"] = {"table": "\n".join(md[-14:])}
 
 
-def _span(v):
-    g = v.get("graph") or v
-    s = g.get("span_us") or {}
-    return s.get("median") if isinstance(s, dict) else None
-
-
 def _chain_beside(r, d, shapes) -> None:
     """Step 4: each shape's chain package timed by the C host, beside the fastest of the
     MLP's own schedules in c.json (cuBLASLt aside; GPU span medians)."""
@@ -130,7 +126,7 @@ def _chain_beside(r, d, shapes) -> None:
         sh = run.get("shape", {})
         key = f"{sh.get('rows')}x{sh.get('channels')}x{sh.get('hidden')}"
         own = [v for v in run.get("variants", []) if v.get("name") not in ("empty", "cublaslt")]
-        spans = {v["name"]: _span(v) for v in own}
+        spans = {v["name"]: report.span_median(v) for v in own}
         spans = {k: x for k, x in spans.items() if x}
         if spans:
             best = min(spans, key=spans.get)
@@ -156,7 +152,14 @@ def _chain_beside(r, d, shapes) -> None:
         )
         doc = c.read_json(js) or {}
         vs = [v for run in doc.get("runs", []) for v in run.get("variants", [])]
-        chain = next((_span(v) for v in vs if v.get("name") != "empty" and _span(v)), None)
+        chain = next(
+            (
+                report.span_median(v)
+                for v in vs
+                if v.get("name") != "empty" and report.span_median(v)
+            ),
+            None,
+        )
         best, span = mlp.get(s, (None, None))
         rows.append(
             {

@@ -6,7 +6,7 @@ at every row count (`rowfuse compile KIND.onnx --rows R`: the plan's tile and sc
 depend on the rows), and each package's weight map (rowfuse.bench.chains.prepare_weights:
 which module parameter every slice of weights.bin holds, checked by rebuilding the file
 byte for byte), so no weights.bin is carried. There: every weights.bin written from the
-modules; the weight-streaming packages through `rowfuse bench --c` with warm and cold L2
+modules, once; the weight-streaming packages through `rowfuse bench --c` with warm and cold L2
 (stream.json); then `python -m rowfuse.bench.chains`, in one process, under
 CHAINS_TIMEOUT seconds (default 540; it starts no new cell in its last 90 s and keeps what
 it finished). CHAINS_KINDS and CHAINS_ROWS narrow the set (comma-separated);
@@ -110,8 +110,6 @@ def run(r: c.Run) -> None:
             "rowfuse.bench.chains",
             "--packages",
             c.PKGS,
-            "--weights-map",
-            wmap,
             "--kinds",
             ",".join(m["kinds"]),
             "--rows",
