@@ -502,6 +502,13 @@ def _chain_weights(package: str, ch: dict):
     return out[0], out[1]
 
 
+def folded(a: np.ndarray, scale: np.ndarray) -> np.ndarray:
+    """a * scale (float64 holding fp32 values) as the compiler folds a constant scale into a
+    linear (src/chain/match.c, absorb_scale): each product exact in double, rounded to fp32
+    once."""
+    return (a * scale).astype(np.float32)
+
+
 def linear_candidates(module) -> list[list[tuple]]:
     """Per nn.Linear of `module`, the (W^T in fp16, bias in fp32 or None) a chain stage may
     hold for it: as it is, and with a constant per-feature scale folded in (LayerScale: the
@@ -521,8 +528,8 @@ def linear_candidates(module) -> list[list[tuple]]:
             if v.shape == (w.shape[1],):
                 cands.append(
                     (
-                        (w * v).astype(np.float32).astype(np.float16),
-                        None if b is None else (b * v).astype(np.float32),
+                        folded(w, v).astype(np.float16),
+                        None if b is None else folded(b, v),
                     )
                 )
         out.append(cands)

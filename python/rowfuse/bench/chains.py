@@ -123,7 +123,9 @@ def _param_value(p, transposed: bool, buf: str, scale=None) -> np.ndarray:
     a = p.detach().cpu().double().numpy()
     a = a.T if transposed else a
     if scale is not None:
-        a = (a * scale.detach().cpu().double().numpy()).astype(np.float32)
+        from rowfuse.torch import folded
+
+        a = folded(a, scale.detach().cpu().double().numpy())
     return a.astype(np.float16 if buf == "wh" else np.float32)
 
 
