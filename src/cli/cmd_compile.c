@@ -232,10 +232,15 @@ static int print_faults(void) {
  * chain_plan.h). *chain = 0 leaves the model to the residual MLP's schedules. */
 static void print_chain(const rf_chain_plan_t *p, const char *what, const char *out_dir) {
     printf("compiled the chain of %s into %s\n", what, out_dir);
-    printf("  kernel %s (%s): %s\n", p->name,
-           strncmp(p->name, "stream_", 7) ? "chain_mma" : "chain_stream", p->reason);
-    printf("  %d registers, %d blocks per SM; wh %lld fp16, wf %lld fp32 weights\n", p->registers,
-           p->blocks_per_sm, (long long)p->wh_elems, (long long)p->wf_elems);
+    int conv = !strncmp(p->name, "conv_", 5);
+    printf("  kernel%s %s (%s): %s\n", conv ? "s" : "", p->name,
+           conv                              ? "chain_mma, one per segment"
+           : strncmp(p->name, "stream_", 7) ? "chain_mma"
+                                             : "chain_stream",
+           p->reason);
+    printf("  %d registers%s, %d blocks per SM%s; wh %lld fp16, wf %lld fp32 weights\n",
+           p->registers, conv ? " (the most of its kernels)" : "", p->blocks_per_sm,
+           conv ? " (the fewest)" : "", (long long)p->wh_elems, (long long)p->wf_elems);
 }
 
 static rf_status_t compile_chain(compile_args_t *c, int *chain) {

@@ -18,6 +18,7 @@
 
 #include "base/json.h"
 #include "base/tool.h"
+#include "compile/chain_conv.h"
 #include "compile/chain_plan.h"
 #include "compile/chain_stream.h"
 #include "compile/compile_internal.h"
@@ -179,7 +180,11 @@ static void write_stage(rf_json_writer_t *w, const rf_chain_plan_t *p, int s) {
     rf_json_object_end(w);
 }
 
-static void write_values(rf_json_writer_t *w, const rf_chain_plan_t *p, int with_layout) {
+/* The values; with_layout adds the kernel's shared-memory layout, cp (a conventional
+ * schedule's kernel, else NULL) where each value lives in global memory: "global" x (the
+ * caller's X), y (the caller's Y), aux (the scratch, at "aux_col") or none. */
+static void write_values_of(rf_json_writer_t *w, const rf_chain_plan_t *p, int with_layout,
+                            const rf_chain_conv_plan_t *cp) {
     const rf_chain_t *c = p->chain;
     rf_json_key(w, "values");
     rf_json_array_begin(w);
@@ -193,17 +198,35 @@ static void write_values(rf_json_writer_t *w, const rf_chain_plan_t *p, int with
             rf_json_key_int(w, "smem_offset", p->values[v].smem_offset);
             rf_json_key_int(w, "row_stride", p->values[v].row_stride);
         }
+        if (cp) {
+            int aux = cp->aux_col[v] >= 0;
+            rf_json_key_string(w, "global",
+                               v == 0                  ? "x"
+                               : v == c->n_values - 1 ? "y"
+                               : aux                  ? "aux"
+                                                      : "none");
+            if (aux)
+                rf_json_key_int(w, "aux_col", cp->aux_col[v]);
+        }
         rf_json_object_end(w);
     }
     rf_json_array_end(w);
 }
 
-static void write_stages(rf_json_writer_t *w, const rf_chain_plan_t *p) {
+static void write_values(rf_json_writer_t *w, const rf_chain_plan_t *p, int with_layout) {
+    write_values_of(w, p, with_layout, NULL);
+}
+
+static void write_stage_range(rf_json_writer_t *w, const rf_chain_plan_t *p, int first, int end) {
     rf_json_key(w, "stages");
     rf_json_array_begin(w);
-    for (int s = 0; s < p->chain->n_stages; s++)
+    for (int s = first; s < end; s++)
         write_stage(w, p, s);
     rf_json_array_end(w);
+}
+
+static void write_stages(rf_json_writer_t *w, const rf_chain_plan_t *p) {
+    write_stage_range(w, p, 0, p->chain->n_stages);
 }
 
 void rf_chain_json_values(rf_json_writer_t *w, const rf_chain_plan_t *p, int with_layout) {
@@ -213,8 +236,12 @@ void rf_chain_json_stages(rf_json_writer_t *w, const rf_chain_plan_t *p) {
     write_stages(w, p);
 }
 
-/* The chain_mma kernel entry (kernel_spec.json; plan.json adds the facts). */
-static void write_kernel(rf_json_writer_t *w, const rf_chain_plan_t *p, int with_facts) {
+/* A chain_mma kernel entry (kernel_spec.json; plan.json adds the facts): the whole chain's, or
+ * (seg and cp not NULL) one kernel of the conventional schedule, its stage range, where its
+ * values live in global memory and its "segment" object. */
+static void write_kernel_of(rf_json_writer_t *w, const rf_chain_plan_t *p,
+                            const rf_chain_seg_plan_t *seg, int index,
+                            const rf_chain_conv_plan_t *cp, int with_facts) {
     rf_json_object_begin(w);
     rf_json_key_string(w, "name", p->name);
     rf_json_key_string(w, "mode", "chain_mma");
@@ -224,10 +251,27 @@ static void write_kernel(rf_json_writer_t *w, const rf_chain_plan_t *p, int with
     rf_json_key_int(w, "warps", p->warps);
     rf_json_key_int(w, "threads", 32 * p->warps);
     rf_json_key_int(w, "smem_bytes", p->smem_bytes);
-    write_values(w, p, 1);
-    write_stages(w, p);
+    write_values_of(w, p, 1, seg ? cp : NULL);
+    write_stage_range(w, p, p->first_stage, p->end_stage);
     rf_json_key_int(w, "weight_smem_offset", p->weight_smem_offset);
     rf_json_key_int(w, "weight_buffers", p->weight_buffers);
+    if (seg) {
+        rf_json_key(w, "segment");
+        rf_json_object_begin(w);
+        rf_json_key_int(w, "index", index);
+        rf_json_key_int(w, "count", cp->n_segs);
+        rf_json_key_int(w, "first_stage", p->first_stage);
+        rf_json_key(w, "inputs");
+        rf_json_array_begin(w);
+        for (int i = 0; i < seg->n_inputs; i++)
+            rf_json_int(w, seg->inputs[i]);
+        rf_json_array_end(w);
+        rf_json_key_int(w, "aux_row", cp->aux_row);
+        rf_json_key_int(w, "split_stage", seg->split_stage);
+        rf_json_key_int(w, "slices", seg->slices);
+        rf_json_key_int(w, "slice_chunks", seg->slice_chunks);
+        rf_json_object_end(w);
+    }
     if (with_facts) {
         rf_json_key_int(w, "registers", p->registers);
         rf_json_key_int(w, "local_ops", p->local_ops);
@@ -235,6 +279,10 @@ static void write_kernel(rf_json_writer_t *w, const rf_chain_plan_t *p, int with
         rf_json_key_bool(w, "grid_balanced", p->grid_balanced);
     }
     rf_json_object_end(w);
+}
+
+static void write_kernel(rf_json_writer_t *w, const rf_chain_plan_t *p, int with_facts) {
+    write_kernel_of(w, p, NULL, 0, NULL, with_facts);
 }
 
 static rf_status_t finish(rf_json_writer_t *w, FILE *f, const char *path) {
@@ -294,6 +342,8 @@ rf_status_t rf_chain_plan_write_entry(const rf_chain_plan_t *p, const char *sche
     rf_json_key_int(&w, "wh_elems", p->wh_elems);
     rf_json_key_int(&w, "wf_offset", wf_offset);
     rf_json_key_int(&w, "wf_elems", p->wf_elems);
+    if (p->aux_row > 0)
+        rf_json_key_int(&w, "aux_row", p->aux_row);
     write_values(&w, p, 0);
     write_stages(&w, p);
     rf_json_object_end(&w);
@@ -319,6 +369,27 @@ rf_status_t rf_chain_plan_write(const rf_chain_plan_t *p, const char *model, int
                                 int64_t wf_offset, const char *path) {
     return rf_chain_plan_write_entry(p, "chain", mma_entry, NULL, model, wh_offset, wf_offset,
                                      path);
+}
+
+/* Every kernel of the conventional schedule, in launch order (ctx: its plan). */
+static void conv_entry(rf_json_writer_t *w, const rf_chain_plan_t *p, const void *ctx,
+                       int with_facts) {
+    const rf_chain_conv_plan_t *cp = ctx;
+    (void)p;
+    for (int i = 0; i < cp->n_segs; i++)
+        write_kernel_of(w, &cp->segs[i].plan, &cp->segs[i], i, cp, with_facts);
+}
+
+rf_status_t rf_chain_conv_spec_write(const rf_chain_plan_t *whole, const rf_chain_conv_plan_t *cp,
+                                     const char *path) {
+    return rf_chain_spec_write_entry(whole, conv_entry, cp, path);
+}
+
+rf_status_t rf_chain_conv_plan_write(const rf_chain_plan_t *whole, const rf_chain_conv_plan_t *cp,
+                                     const char *model, int64_t wh_offset, int64_t wf_offset,
+                                     const char *path) {
+    return rf_chain_plan_write_entry(whole, "conventional", conv_entry, cp, model, wh_offset,
+                                     wf_offset, path);
 }
 
 /* ---- the package ---- */
@@ -387,6 +458,61 @@ static rf_status_t chain_test_options(const rf_compile_options_t *o) {
                   o->fault);
 }
 
+/* The generator's facts of every kernel of the conventional schedule. */
+static rf_status_t read_conv_facts(const char *path, rf_chain_conv_plan_t *cp) {
+    for (int i = 0; i < cp->n_segs; i++)
+        RF_RETURN_IF_ERROR_PLAIN(read_facts(path, &cp->segs[i].plan));
+    return RF_OK;
+}
+
+/* The conventional schedule's package (compile/chain_conv.h); p receives the whole plan. */
+static rf_status_t compile_conv(const rf_chain_t *c, const rf_compile_options_t *o, int64_t rows,
+                                const rf_target_t *t, const char *why, rf_chain_plan_t *p) {
+    rf_chain_conv_plan_t cp;
+    char path[4096];
+    int64_t wh_off = 0, wf_off = 0;
+    if (o->fault)
+        return RF_ERR(RF_CODE_UNSUPPORTED,
+                      "--plant-fault %s: the conventional schedule of a chain has no planted "
+                      "faults (the chain_stream kernel's are for --schedule chain-stream)",
+                      o->fault);
+    RF_RETURN_IF_ERROR_PLAIN(rf_chain_conv_plan_make(c, rows, t, o->tile_rows, p, &cp));
+    if (why) {
+        size_t n = strlen(p->reason);
+        snprintf(p->reason + n, sizeof p->reason - n, " (%s)", why);
+    }
+    rf_status_t st = rf_compile_mkdir_p(o->out_dir);
+    if (!st) {
+        snprintf(path, sizeof path, "%s/weights.bin", o->out_dir);
+        st = rf_chain_weights_write(p, path, &wh_off, &wf_off);
+    }
+    if (!st) {
+        snprintf(path, sizeof path, "%s/kernel_spec.json", o->out_dir);
+        st = rf_chain_conv_spec_write(p, &cp, path);
+    }
+    if (!st)
+        st = run_generator(o);
+    if (!st) {
+        snprintf(path, sizeof path, "%s/kernels.json", o->out_dir);
+        st = read_conv_facts(path, &cp);
+    }
+    for (int i = 0; !st && i < cp.n_segs; i++) {
+        /* the whole plan's facts: the most registers, the fewest blocks per SM */
+        const rf_chain_plan_t *k = &cp.segs[i].plan;
+        if (k->registers > p->registers)
+            p->registers = k->registers;
+        if (i == 0 || k->blocks_per_sm < p->blocks_per_sm)
+            p->blocks_per_sm = k->blocks_per_sm;
+        snprintf(p->generator, sizeof p->generator, "%s", k->generator);
+    }
+    if (!st) {
+        snprintf(path, sizeof path, "%s/plan.json", o->out_dir);
+        st = rf_chain_conv_plan_write(p, &cp, o->model, wh_off, wf_off, path);
+    }
+    rf_chain_conv_plan_free(&cp);
+    return st;
+}
+
 static rf_status_t compile_chain(const rf_chain_t *c, const rf_compile_options_t *o,
                                  rf_chain_plan_t *p) {
     rf_target_t t;
@@ -395,18 +521,31 @@ static rf_status_t compile_chain(const rf_chain_t *c, const rf_compile_options_t
     if (!o->out_dir || !o->out_dir[0])
         return RF_ERR(RF_CODE_INVALID_ARGUMENT, "no output directory (-o)");
     RF_RETURN_IF_ERROR_PLAIN(chain_test_options(o));
-    if (o->schedule && strcmp(o->schedule, "auto") != 0 && strcmp(o->schedule, "chain") != 0 &&
+    int automatic = !o->schedule || !strcmp(o->schedule, "auto");
+    int conv = o->schedule && !strcmp(o->schedule, "conventional");
+    if (!automatic && !conv && strcmp(o->schedule, "chain") != 0 &&
         strcmp(o->schedule, "chain-stream") != 0)
         return RF_ERR(RF_CODE_INVALID_ARGUMENT,
                       "--schedule %s: the model is a chain, whose schedules are chain (its "
-                      "chain_mma kernel) and chain-stream (the weight-streaming kernel of an FFN "
-                      "at few rows); the MLP schedules apply to the residual MLP",
+                      "chain_mma kernel), chain-stream (the weight-streaming kernel of an FFN "
+                      "at few rows) and conventional (one kernel per linear); the other MLP "
+                      "schedules apply to the residual MLP",
                       o->schedule);
     RF_RETURN_IF_ERROR_PLAIN(rf_target_lookup(o->target ? o->target : "h200", &t));
     if (o->sm_count > 0)
         t.sm_count = o->sm_count;
     int64_t rows = o->rows > 0 ? o->rows : (c->rows > 0 ? c->rows : 1);
+    if (conv)
+        return compile_conv(c, o, rows, &t, NULL, p);
     rf_status_t mma = rf_chain_plan_make(c, rows, &t, o->tile_rows, p);
+    /* auto, beyond the decode rows, where one block cannot hold a row tile's values: the
+     * streaming kernel would stream every weight again for each row tile */
+    if (mma && automatic && !o->fault && rows > RF_STREAM_MAX_ROWS &&
+        rf_status_code(mma) == RF_CODE_UNSUPPORTED) {
+        rf_status_free(mma);
+        return compile_conv(c, o, rows, &t, "auto: chain_mma does not fit at this row count",
+                            p);
+    }
     /* the weight-streaming schedule (compile/chain_stream.h) where it applies and wins, or
      * where chain_mma does not fit */
     rf_chain_stream_plan_t sp;

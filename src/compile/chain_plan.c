@@ -64,21 +64,31 @@ static void chain_hash(const rf_chain_t *c, char out[17]) {
     snprintf(out, 17, "%016llx", (unsigned long long)h);
 }
 
-/* Lifetimes, padded widths, row strides and slot sizes at tile_rows. */
+/* Lifetimes, padded widths, row strides and slot sizes at tile_rows for the kernel of stages
+ * [first_stage, end_stage): a value gets a slot when a stage of the range reads it; one
+ * produced before the range lives from its start (it is staged from global memory). Padded
+ * widths and chunks are the chain's, whatever the range (every kernel of a chain agrees on
+ * them). */
 static void plan_values(const rf_chain_t *c, rf_chain_plan_t *p) {
+    int s0 = p->first_stage, s1 = p->end_stage;
+    char read[RF_CHAIN_MAX_STAGES + 1] = {0};
     for (int v = 0; v < c->n_values; v++) {
         rf_chain_value_plan_t *vp = &p->values[v];
         vp->padded_width = up(c->values[v].width, 16);
         vp->first = v - 1; /* value v is produced by stage v - 1; X (-1) before stage 0 */
+        if (vp->first < s0 - 1)
+            vp->first = s0 - 1;
         vp->last = vp->first;
     }
     for (int s = 0; s < c->n_stages; s++) {
         const rf_chain_stage_t *st = &c->stages[s];
         int reads[2 + RF_CHAIN_MAX_EPILOGUE];
         int n = stage_reads(st, reads);
-        for (int i = 0; i < n; i++)
+        for (int i = 0; i < n && s >= s0 && s < s1; i++) {
+            read[reads[i]] = 1;
             if (p->values[reads[i]].last < s)
                 p->values[reads[i]].last = s;
+        }
         if (is_mm(st)) {
             rf_chain_stage_plan_t *sp = &p->stages[s];
             sp->k_chunk = (int)(st->k >= 64 ? 64 : up(st->k, 16));
@@ -93,7 +103,11 @@ static void plan_values(const rf_chain_t *c, rf_chain_plan_t *p) {
         rf_chain_value_plan_t *vp = &p->values[v];
         int64_t eb = c->values[v].dtype == RF_DTYPE_F16 ? 2 : 4;
         vp->row_stride = vp->padded_width + 16 / eb;
-        vp->slot_bytes = v == last ? 0 : up((int64_t)p->tile_rows * vp->row_stride * eb, 128);
+        /* the whole chain's kernel gives every value but Y a slot */
+        int whole = s0 == 0 && s1 == c->n_stages;
+        vp->slot_bytes = v == last || (!read[v] && !whole)
+                             ? 0
+                             : up((int64_t)p->tile_rows * vp->row_stride * eb, 128);
     }
     for (int s = 0; s < c->n_stages; s++) {
         const rf_chain_stage_t *st = &c->stages[s];
@@ -112,7 +126,7 @@ static int64_t place_values(const rf_chain_t *c, rf_chain_plan_t *p) {
     int last = c->n_values - 1;
     for (int v = 0; v < c->n_values; v++) {
         rf_chain_value_plan_t *vp = &p->values[v];
-        if (v == last) {
+        if (v == last || vp->slot_bytes == 0) {
             vp->smem_offset = -1;
             continue;
         }
@@ -138,7 +152,7 @@ static int64_t place_values(const rf_chain_t *c, rf_chain_plan_t *p) {
 
 static int64_t ring_bytes(const rf_chain_t *c, const rf_chain_plan_t *p) {
     int64_t r = 0;
-    for (int s = 0; s < c->n_stages; s++) {
+    for (int s = p->first_stage; s < p->end_stage; s++) {
         const rf_chain_stage_t *st = &c->stages[s];
         if (!is_mm(st))
             continue;
@@ -169,9 +183,9 @@ static void layout(const rf_chain_t *c, const rf_target_t *t, int tile_rows, rf_
 
 /* The refusal when nothing fits: the stage across which the live slots are largest. */
 static rf_status_t no_fit(const rf_chain_t *c, const rf_chain_plan_t *p, const rf_target_t *t) {
-    int worst = 0;
+    int worst = p->first_stage;
     int64_t worst_bytes = -1;
-    for (int s = 0; s < c->n_stages; s++) {
+    for (int s = p->first_stage; s < p->end_stage; s++) {
         int64_t b = 0;
         for (int v = 0; v < c->n_values; v++)
             if (p->values[v].first <= s && s <= p->values[v].last)
@@ -236,8 +250,8 @@ static void place_weights(const rf_chain_t *c, rf_chain_plan_t *p) {
     p->wf_elems = wf;
 }
 
-rf_status_t rf_chain_plan_make(const rf_chain_t *c, int64_t rows, const rf_target_t *t,
-                               int tile_rows, rf_chain_plan_t *p) {
+rf_status_t rf_chain_plan_range(const rf_chain_t *c, int64_t rows, const rf_target_t *t,
+                                int tile_rows, int first, int end, rf_chain_plan_t *p) {
     memset(p, 0, sizeof *p);
     RF_RETURN_IF_ERROR(rf_chain_validate(c), "planning the chain");
     if (rows < 1)
@@ -245,6 +259,9 @@ rf_status_t rf_chain_plan_make(const rf_chain_t *c, int64_t rows, const rf_targe
     if (tile_rows != 0 && tile_rows != 16 && tile_rows != 32 && tile_rows != 64)
         return RF_ERR(RF_CODE_INVALID_ARGUMENT, "tile rows %d: a chain tile has 16, 32 or 64",
                       tile_rows);
+    if (first < 0 || end > c->n_stages || first >= end)
+        return RF_ERR(RF_CODE_INVALID_ARGUMENT, "stages [%d, %d) of a chain of %d", first, end,
+                      c->n_stages);
     for (int s = 0; s < c->n_stages; s++) {
         const rf_chain_stage_t *st = &c->stages[s];
         if (st->op == RF_CHAIN_MUL)
@@ -261,6 +278,8 @@ rf_status_t rf_chain_plan_make(const rf_chain_t *c, int64_t rows, const rf_targe
     p->chain = c;
     p->target = *t;
     p->rows = rows;
+    p->first_stage = first;
+    p->end_stage = end;
     chain_hash(c, p->hash);
     snprintf(p->name, sizeof p->name, "chain_%s", p->hash);
     static const int tiles[3] = {64, 32, 16};
@@ -292,4 +311,14 @@ rf_status_t rf_chain_plan_make(const rf_chain_t *c, int64_t rows, const rf_targe
                        : "the largest that still gives every SM a tile",
         p->warps, p->weight_buffers, p->weight_buffers == 1 ? "" : "s", (long long)p->smem_bytes);
     return RF_OK;
+}
+
+rf_status_t rf_chain_plan_make(const rf_chain_t *c, int64_t rows, const rf_target_t *t,
+                               int tile_rows, rf_chain_plan_t *p) {
+    if (!c || c->n_stages < 1) {
+        memset(p, 0, sizeof *p);
+        return RF_ERR(RF_CODE_INVALID_ARGUMENT, "planning a chain without stages");
+    }
+    int n = c->n_stages;
+    return rf_chain_plan_range(c, rows, t, tile_rows, 0, n, p);
 }

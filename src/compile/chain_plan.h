@@ -50,6 +50,7 @@ typedef struct rf_chain_stage_plan {
 
 typedef struct rf_chain_plan {
     const rf_chain_t *chain; /* borrowed */
+    int first_stage, end_stage; /* the kernel runs stages [first_stage, end_stage) */
     char name[RF_KERNEL_NAME_MAX];
     char hash[17]; /* FNV-1a 64 of the chain's structure and weights */
     rf_target_t target;
@@ -59,6 +60,7 @@ typedef struct rf_chain_plan {
     rf_chain_value_plan_t values[RF_CHAIN_MAX_STAGES + 1];
     rf_chain_stage_plan_t stages[RF_CHAIN_MAX_STAGES];
     int64_t wh_elems, wf_elems;
+    int64_t aux_row; /* the conventional schedule's scratch, fp16 elements per row; else 0 */
     char reason[256];
     /* facts from the generator and the grid rule */
     int registers, local_ops, blocks_per_sm, grid_balanced;
@@ -69,6 +71,14 @@ typedef struct rf_chain_plan {
  * 32 or 64 (UNSUPPORTED when that tile does not fit). No file is touched. */
 rf_status_t rf_chain_plan_make(const rf_chain_t *c, int64_t rows, const rf_target_t *t,
                                int tile_rows, rf_chain_plan_t *out_plan);
+
+/* The kernel of stages [first, end) of c (the conventional schedule's kernels,
+ * compile/chain_conv.h), laid out as rf_chain_plan_make lays out the whole chain: only the
+ * values the range reads get a slot, a value produced before `first` is staged from global
+ * memory at each tile's start and lives from the range's start. rf_chain_plan_make is the
+ * range [0, n_stages). */
+rf_status_t rf_chain_plan_range(const rf_chain_t *c, int64_t rows, const rf_target_t *t,
+                                int tile_rows, int first, int end, rf_chain_plan_t *out_plan);
 
 /* The files (chain_package.c). The JSON pieces are shared with the chain_stream writer
  * (chain_stream.c): the "values" list (with the shared-memory layout or not) and the

@@ -11,7 +11,9 @@
  * instead, and every kernel, in plan.json's order, in RF_PKG_KERNEL_LIST(X, C) (X for an
  * MLP kernel, C for a chain kernel); a table without these has MLP kernels only. Chain kernels
  * of mode chain_stream are listed in RF_PKG_STREAM_KERNELS(X) (not RF_PKG_CHAIN_KERNELS):
- * their launcher also passes the scratch buffer.
+ * their launcher also passes the scratch buffer. The kernels of a chain's conventional schedule
+ * (chain_mma with a "segment") are listed in RF_PKG_SEG_KERNELS(X): their launcher passes the
+ * scratch as the values between them, [rows, aux_row] fp16 (the runtime sizes it).
  */
 #include <stddef.h>
 #include <stdint.h>
@@ -33,6 +35,9 @@ static int rf_pkg_first_error;
 
 #ifndef RF_PKG_CHAIN_KERNELS
 #define RF_PKG_CHAIN_KERNELS(X)
+#endif
+#ifndef RF_PKG_SEG_KERNELS
+#define RF_PKG_SEG_KERNELS(X)
 #endif
 #ifndef RF_PKG_STREAM_KERNELS
 #define RF_PKG_STREAM_KERNELS(X)
@@ -85,6 +90,7 @@ typedef int (*rf_pkg_chain_launcher_t)(const rf_chain_args_t *a, int32_t rows, i
 RF_PKG_KERNELS(RF_PKG_MODULE)
 RF_PKG_CHAIN_KERNELS(RF_PKG_MODULE)
 RF_PKG_STREAM_KERNELS(RF_PKG_MODULE)
+RF_PKG_SEG_KERNELS(RF_PKG_MODULE)
 
 /* One launcher per kernel: wraps the device pointers in the exported tensor structs (rows
  * is the one dynamic extent) and calls the exported wrapper. */
@@ -134,6 +140,23 @@ RF_PKG_CHAIN_KERNELS(RF_PKG_CHAIN_LAUNCHER)
     }
 RF_PKG_STREAM_KERNELS(RF_PKG_STREAM_LAUNCHER)
 
+/* A conventional schedule's kernel: the chain arguments and the scratch as [rows, aux_row]
+ * fp16 (rows dynamic); no scratch, or one not 16-byte aligned, is refused. */
+#define RF_PKG_SEG_LAUNCHER(p)                                                                     \
+    static int p##_launch_chain(const rf_chain_args_t *a, int32_t rows, int32_t grid,              \
+                                cudaStream_t st) {                                                 \
+        if (!a->scratch || !rf_pkg_aligned(a->scratch) || a->scratch_bytes < 16)                   \
+            return (int)cudaErrorInvalidValue;                                                     \
+        p##_Tensor_mX_t x = {(void *)a->x, {rows}};                                                \
+        p##_Tensor_mWh_t wh = {(void *)a->wh};                                                     \
+        p##_Tensor_mWf_t wf = {(void *)a->wf};                                                     \
+        p##_Tensor_mY_t y = {(void *)a->y, {rows}};                                                \
+        p##_Tensor_mA_t s = {a->scratch, {rows}};                                                  \
+        return (int)cute_dsl_##p##_wrapper(&p##_mod, &x, &wh, &wf, &y, &s, rows, grid,             \
+                                           RF_PKG_STREAM(st));                                     \
+    }
+RF_PKG_SEG_KERNELS(RF_PKG_SEG_LAUNCHER)
+
 #define RF_PKG_ENTRY(p) {#p, p##_launch, NULL},
 #define RF_PKG_CHAIN_ENTRY(p) {#p, NULL, p##_launch_chain},
 static const struct {
@@ -179,6 +202,7 @@ int rf_pkg_init(void) {
     RF_PKG_KERNELS(RF_PKG_LOAD)
     RF_PKG_CHAIN_KERNELS(RF_PKG_LOAD)
     RF_PKG_STREAM_KERNELS(RF_PKG_LOAD)
+    RF_PKG_SEG_KERNELS(RF_PKG_LOAD)
 #undef RF_PKG_LOAD
     if (rf_pkg_first_error != 0)
         return rf_pkg_first_error;

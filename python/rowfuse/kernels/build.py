@@ -87,7 +87,7 @@ def make_kernel(k: dict, smem_row_pad: int):
     if k.get("mode") == "fused_wgmma":
         return rh.WgmmaMlpKernel(rh.HopperPlan.from_spec(k))
     if k.get("mode") == cm.MODE:
-        return cm.ChainKernel(cm.ChainPlan.from_spec(k, smem_row_pad))
+        return cm.make_kernel(cm.ChainPlan.from_spec(k, smem_row_pad))
     if k.get("mode") == cs.MODE:
         return cs.StreamKernel(cs.StreamPlan.from_spec(k, smem_row_pad))
     return rk.MlpKernel(rk.Plan.from_spec(k, smem_row_pad))
@@ -224,14 +224,16 @@ def cubin_registers(path: str) -> int | None:
 
 def write_table(pkg: str, spec: dict) -> str:
     """rf_pkg_table.h: the package's kernel table for the checked-in shim. MLP kernels are
-    listed by RF_PKG_KERNELS(X), chain_mma kernels by RF_PKG_CHAIN_KERNELS(X) and chain_stream
-    kernels by RF_PKG_STREAM_KERNELS(X) (their launchers take other arguments), and
+    listed by RF_PKG_KERNELS(X), chain_mma kernels by RF_PKG_CHAIN_KERNELS(X), chain_stream
+    kernels by RF_PKG_STREAM_KERNELS(X) and a conventional schedule's chain_mma kernels by
+    RF_PKG_SEG_KERNELS(X) (their launchers take other arguments), and
     RF_PKG_KERNEL_LIST(X, C) gives every kernel in the spec's (plan.json's) order. A chain
     package's shape is its chain's input and output widths."""
     names = [k["name"] for k in spec["kernels"]]
     mlp = [k["name"] for k in spec["kernels"] if not _is_chain(k)]
     chain = [k for k in spec["kernels"] if _is_chain(k)]
     stream = [k["name"] for k in chain if _is_stream(k)]
+    seg = [k["name"] for k in chain if "segment" in k]
     width_in = chain[0]["in_width"] if chain else spec["channels"]
     width_out = chain[0]["out_width"] if chain else spec["hidden"]
     lines = [
@@ -244,8 +246,9 @@ def write_table(pkg: str, spec: dict) -> str:
     lines.append("#define RF_PKG_KERNELS(X) " + " ".join(f"X({n})" for n in mlp))
     lines.append(
         "#define RF_PKG_CHAIN_KERNELS(X) "
-        + " ".join(f"X({k['name']})" for k in chain if not _is_stream(k))
+        + " ".join(f"X({k['name']})" for k in chain if not _is_stream(k) and "segment" not in k)
     )
+    lines.append("#define RF_PKG_SEG_KERNELS(X) " + " ".join(f"X({n})" for n in seg))
     lines.append("#define RF_PKG_STREAM_KERNELS(X) " + " ".join(f"X({n})" for n in stream))
     order = " ".join(
         f"C({k['name']})" if _is_chain(k) else f"X({k['name']})" for k in spec["kernels"]

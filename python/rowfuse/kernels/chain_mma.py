@@ -110,6 +110,8 @@ class Value:
     padded_width: int
     smem_offset: int  # bytes; -1: not in shared memory (Y written straight to global)
     row_stride: int  # elements
+    glob: str = ""  # a segment kernel's: "x", "y", "aux" or "none" (module docstring)
+    aux_col: int = -1  # "aux": its first column of a scratch row, fp16 elements
 
     @property
     def elem_bytes(self) -> int:
@@ -244,10 +246,27 @@ class ChainPlan:
     weight_buffers: int
     smem_pad: int
     fault: str = ""
+    # a kernel of the conventional schedule (the spec's "segment"; module docstring)
+    segment: bool = False
+    first_stage: int = 0
+    inputs: tuple = (0,)
+    aux_row: int = 0
+    split_stage: int = -1
+    slices: int = 1
+    slice_chunks: int = 0
 
     @property
     def threads(self) -> int:
         return 32 * self.warps
+
+    @property
+    def last_stage(self) -> int:
+        """The chain's stage id of this kernel's last stage."""
+        return self.first_stage + len(self.stages) - 1
+
+    def split_after(self, sid: int) -> bool:
+        """Stage `sid` (a chain stage id) runs on its block's column slice only."""
+        return self.split_stage >= 0 and sid >= self.split_stage
 
     @property
     def warps_m(self) -> int:
@@ -312,9 +331,31 @@ class ChainPlan:
                     padded_width=_int(v, "padded_width", where),
                     smem_offset=_int(v, "smem_offset", where),
                     row_stride=_int(v, "row_stride", where),
+                    glob=v.get("global", "") if "segment" in k else "",
+                    aux_col=_int(v, "aux_col", where) if v.get("global") == "aux" else -1,
                 )
             )
         stages = [_stage_from_spec(s, i, name) for i, s in enumerate(k.get("stages") or [])]
+        seg = {}
+        if "segment" in k:
+            sg = k["segment"]
+            where = f"{name}: segment"
+            if not isinstance(sg, dict):
+                raise SpecError(f"{where}: expected an object")
+            ins = sg.get("inputs")
+            if not isinstance(ins, list) or not all(
+                isinstance(v, int) and not isinstance(v, bool) for v in ins
+            ):
+                raise SpecError(f"{where}: inputs must be a list of value ids")
+            seg = {
+                "segment": True,
+                "first_stage": _int(sg, "first_stage", where),
+                "inputs": tuple(ins),
+                "aux_row": _int(sg, "aux_row", where),
+                "split_stage": _int(sg, "split_stage", where),
+                "slices": _int(sg, "slices", where),
+                "slice_chunks": _int(sg, "slice_chunks", where),
+            }
         plan = cls(
             name=name,
             in_width=_int(k, "in_width", name),
@@ -328,6 +369,7 @@ class ChainPlan:
             weight_buffers=_int(k, "weight_buffers", name),
             smem_pad=smem_pad,
             fault=k.get("fault", ""),
+            **seg,
         )
         if _int(k, "threads", name) != plan.threads:
             raise SpecError(f"{name}: threads {k['threads']} is not 32 * warps ({plan.threads})")
@@ -343,11 +385,22 @@ class ChainPlan:
             raise SpecError(f"{n}: tile_rows {self.tile_rows} / warps {self.warps} unsupported")
         if self.weight_buffers not in (1, 2):
             raise SpecError(f"{n}: weight_buffers {self.weight_buffers}; expected 1 or 2")
-        if len(vals) != len(sts) + 1 or any(v.id != i for i, v in enumerate(vals)):
-            raise SpecError(f"{n}: values must be ids 0..{len(sts)} in order, one per stage + X")
+        f0 = self.first_stage
+        if (
+            f0 < 0
+            or (not self.segment and f0 != 0)
+            or len(vals) < f0 + len(sts) + 1
+            or (not self.segment and len(vals) != len(sts) + 1)
+            or any(v.id != i for i, v in enumerate(vals))
+        ):
+            raise SpecError(
+                f"{n}: values must be ids 0..N in order, one per stage of the chain + X "
+                f"(this kernel runs its stages {f0}..{f0 + len(sts) - 1})"
+            )
         last = len(vals) - 1
         x, y = vals[0], vals[last]
-        if x.width != self.in_width or x.dtype != "f16" or x.smem_offset < 0:
+        x_read = any(0 in s.reads for s in sts)
+        if x.width != self.in_width or x.dtype != "f16" or (x.smem_offset < 0 and x_read):
             raise SpecError(f"{n}: value 0 must be X: fp16, width in_width, in shared memory")
         if y.width != self.out_width or y.dtype != "f32":
             raise SpecError(f"{n}: the last value must be Y: fp32, width out_width")
@@ -359,7 +412,7 @@ class ChainPlan:
                     f"width {v.width}"
                 )
             if v.smem_offset == -1:
-                if v.id != last:
+                if v.id != last and not self.segment:
                     raise SpecError(f"{w}: only Y may live outside shared memory")
                 continue
             end = v.smem_offset + (self.tile_rows - 1) * v.row_stride * v.elem_bytes
@@ -376,10 +429,10 @@ class ChainPlan:
                 )
         for i, s in enumerate(sts):
             w = f"{n}: stages[{i}] ({s.op})"
-            if s.dst != i + 1:
-                raise SpecError(f"{w}: dst {s.dst}; stage {i} produces value {i + 1}")
+            if s.dst != f0 + i + 1:
+                raise SpecError(f"{w}: dst {s.dst}; stage {f0 + i} produces value {f0 + i + 1}")
             for r in s.reads:
-                if not 0 <= r <= i:
+                if not 0 <= r <= f0 + i:
                     raise SpecError(f"{w}: reads value {r}, which is not produced before it")
                 if vals[r].smem_offset < 0:
                     raise SpecError(f"{w}: reads value {r}, which has no shared-memory slot")
@@ -400,12 +453,68 @@ class ChainPlan:
             for off in (s.w, s.wg, s.wu, s.b, s.bg, s.bu, s.gamma, s.beta):
                 if off >= 0 and off % 8:
                     raise SpecError(f"{w}: weight offset {off} is not a multiple of 8 elements")
+        if self.segment:
+            self._check_segment()
         ring = self.weight_smem_offset + self.weight_buffers * self.ring_bytes()
         if self.ring_bytes() and (self.weight_smem_offset % 16 or ring > self.smem_bytes):
             raise SpecError(
                 f"{n}: the weight ring [{self.weight_smem_offset}, {ring}) is not "
                 f"16-byte aligned or ends past smem_bytes {self.smem_bytes}"
             )
+
+    def _check_segment(self) -> None:
+        """The rules of a conventional schedule's kernel (module docstring)."""
+        n, vals, sts, f0 = self.name, self.values, self.stages, self.first_stage
+        last = len(vals) - 1
+        if self.aux_row < 0 or self.aux_row % 8:
+            raise SpecError(f"{n}: aux_row {self.aux_row} must be a multiple of 8 fp16 elements")
+        want = {0: "x", last: "y"}
+        for v in vals:
+            w = f"{n}: value {v.id}"
+            if v.glob not in ("x", "y", "aux", "none") or (
+                v.id in want and v.glob != want[v.id]
+            ):
+                raise SpecError(f"{w}: global {v.glob!r} (X is x, Y is y, others aux or none)")
+            if v.glob == "aux":
+                end = v.aux_col + v.padded_width * v.elem_bytes // 2
+                if v.aux_col < 0 or v.aux_col % 8 or end > self.aux_row:
+                    raise SpecError(
+                        f"{w}: aux_col {v.aux_col} must be a multiple of 8 with its padded "
+                        f"width inside aux_row {self.aux_row}"
+                    )
+        reads = {r for s in sts for r in s.reads}
+        before = {r for r in reads if r <= f0}
+        if set(self.inputs) != before:
+            raise SpecError(
+                f"{n}: inputs {sorted(self.inputs)} must be the values read here and produced "
+                f"before stage {f0}: {sorted(before)}"
+            )
+        for v in self.inputs:
+            if vals[v].glob not in ("x", "aux") or vals[v].smem_offset < 0:
+                raise SpecError(f"{n}: input {v} is neither X nor in the scratch, or has no slot")
+        for s in sts:
+            if s.dst not in reads and vals[s.dst].glob not in ("y", "aux"):
+                raise SpecError(f"{n}: value {s.dst} is produced here and neither read nor stored")
+        if self.split_stage < 0:
+            if self.slices != 1:
+                raise SpecError(f"{n}: {self.slices} slices without a split stage")
+            return
+        i = self.split_stage - f0
+        if not 0 <= i < len(sts) or sts[i].op not in ("linear", "gated"):
+            raise SpecError(f"{n}: split_stage {self.split_stage} is not a matmul of this kernel")
+        mm = sts[i]
+        nn = mm.n_pad // mm.n_chunk
+        if self.slices < 1 or self.slice_chunks < 1 or self.slices * self.slice_chunks < nn:
+            raise SpecError(
+                f"{n}: {self.slices} slices of {self.slice_chunks} chunks do not cover the "
+                f"{nn} n chunks of stage {self.split_stage}"
+            )
+        for s in sts[i + 1 :]:
+            if s.op not in ("act", "add") or vals[s.dst].width != mm.n:
+                raise SpecError(
+                    f"{n}: stage producing {s.dst} ({s.op}) after the split stage must be "
+                    f"elementwise of width {mm.n}"
+                )
 
     def _check_mm(self, s: Stage, w: str) -> None:
         src, dst = self.values[s.src], self.values[s.dst]
@@ -559,7 +668,7 @@ class ChainKernel(TileOps):
             cute.arch.cp_async_commit_group()
             cute.arch.cp_async_wait_group(0)
             cute.arch.sync_threads()
-            ctx = (mWh, mWf, mY, slots, base, row0, nrows, tid)
+            ctx = (mWh, mWf, mY, slots, base, row0, nrows, tid, None)
             for s in p.stages:
                 if cutlass.const_expr(s.op in ("linear", "gated")):
                     self.matmul_stage(ctx, s)
@@ -615,23 +724,43 @@ class ChainKernel(TileOps):
         """Stores fp32 v as value `val` at (r, c): into its slot t at its dtype when
         c < padded_width (v is 0 for padding columns), or to Y in global memory when
         r < rows and c < N_out (t is None then)."""
-        mWh, mWf, mY, slots, base, row0, nrows, tid = ctx
-        if cutlass.const_expr(val.smem_offset < 0):
-            if r < nrows and c < val.width:
-                mY[row0 + r, c] = v
+        mWh, mWf, mY, slots, base, row0, nrows, tid, ext = ctx
+        if cutlass.const_expr(not self.p.segment):
+            if cutlass.const_expr(val.smem_offset < 0):
+                if r < nrows and c < val.width:
+                    mY[row0 + r, c] = v
+            else:
+                if c < val.padded_width:
+                    if cutlass.const_expr(val.dtype == "f16"):
+                        t[r, c] = v.to(cutlass.Float16)
+                    else:
+                        t[r, c] = v
         else:
-            if c < val.padded_width:
-                if cutlass.const_expr(val.dtype == "f16"):
-                    t[r, c] = v.to(cutlass.Float16)
-                else:
-                    t[r, c] = v
+            # a conventional schedule's kernel: the slot when this kernel reads the value,
+            # and the caller's Y or the scratch when a later kernel does
+            if cutlass.const_expr(val.smem_offset >= 0):
+                if c < val.padded_width:
+                    if cutlass.const_expr(val.dtype == "f16"):
+                        t[r, c] = v.to(cutlass.Float16)
+                    else:
+                        t[r, c] = v
+            if cutlass.const_expr(val.glob == "y"):
+                if r < nrows and c < val.width:
+                    mY[row0 + r, c] = v
+            if cutlass.const_expr(val.glob == "aux"):
+                g = ext[0][val.id]
+                if r < nrows and c < val.padded_width:
+                    if cutlass.const_expr(val.dtype == "f16"):
+                        g[row0 + r, c] = v.to(cutlass.Float16)
+                    else:
+                        g[row0 + r, c] = v
 
     # ------------------------------------------------------------------ stage templates
     @cute.jit
     def matmul_stage(self, ctx, s: cutlass.Constexpr):
         """linear / gated: n chunks outermost (runtime loop), k chunks unrolled; W tiles
         stream through the ring (double-buffered when weight_buffers == 2)."""
-        mWh, mWf, mY, slots, base, row0, nrows, tid = ctx
+        mWh, mWf, mY, slots, base, row0, nrows, tid, ext = ctx
         p, tm, f16 = self.p, self.tm, cutlass.Float16
         kc, nc = s.k_chunk, s.n_chunk
         nk, nn = s.k_pad // kc, s.n_pad // nc
@@ -660,6 +789,43 @@ class ChainKernel(TileOps):
         vw = _vec_elems(s.n, 2)
         src = slots[s.src]
 
+        if cutlass.const_expr(s.dst - 1 == p.split_stage):
+            # this block's column slice: n chunks [nj0, nj1)
+            nj0 = ext[1] * p.slice_chunks
+            nj1 = nj0 + p.slice_chunks
+            if nj1 > nn:
+                nj1 = nn
+            for m in cutlass.range_constexpr(s.mats):
+                self.stage(
+                    gws[m], rings[m][None, None, 0], 0, s.k, nj0 * nc, s.n - nj0 * nc, kc, nc, vw, tid
+                )
+            cute.arch.cp_async_commit_group()
+            for nj in cutlass.range(nj0, nj1, unroll=1):
+                accs = [
+                    tiled_mma.make_fragment_C(tiled_mma.partition_shape_C((tm, nc)))
+                    for _ in range(s.mats)
+                ]
+                for m in cutlass.range_constexpr(s.mats):
+                    accs[m].fill(0.0)
+                mm = (tiled_mma, thr_mma, thr_a, thr_b, tCc, gws, rings, vw, src, active)
+                if cutlass.const_expr(nk <= UNROLL_K):
+                    for kj in cutlass.range_constexpr(nk):
+                        self.k_step(ctx, s, mm, accs, nj, kj, (nj0, nj1))
+                else:
+                    for kj in cutlass.range(nk, unroll=1):
+                        self.k_step(ctx, s, mm, accs, nj, kj, (nj0, nj1))
+        else:
+            self.matmul_all(ctx, s, tiled_mma, thr_mma, thr_a, thr_b, tCc, gws, rings, vw, src)
+
+    @cute.jit
+    def matmul_all(self, ctx, s: cutlass.Constexpr, tiled_mma, thr_mma, thr_a, thr_b, tCc, gws,
+                   rings, vw, src):
+        """Every n chunk of stage s (the whole chain's kernel, or an unsplit stage)."""
+        mWh, mWf, mY, slots, base, row0, nrows, tid, ext = ctx
+        p, tm = self.p, self.tm
+        kc, nc = s.k_chunk, s.n_chunk
+        nk, nn = s.k_pad // kc, s.n_pad // nc
+        active = 32 * p.warps_m * self.warps_n_of(s)
         # the first W tile
         for m in cutlass.range_constexpr(s.mats):
             self.stage(gws[m], rings[m][None, None, 0], 0, s.k, 0, s.n, kc, nc, vw, tid)
@@ -680,19 +846,23 @@ class ChainKernel(TileOps):
                     self.k_step(ctx, s, mm, accs, nj, kj)
 
     @cute.jit
-    def k_step(self, ctx, s: cutlass.Constexpr, mm, accs, nj, kj):
+    def k_step(self, ctx, s: cutlass.Constexpr, mm, accs, nj, kj, span=None):
         """One k chunk of n chunk nj: stream the next W tile in, wait for this one, MMA it
         into accs, and after the last k chunk run the epilogue. kj is a Python int (the k
-        chunks unrolled) or a runtime value (a loop, beyond UNROLL_K chunks)."""
-        mWh, mWf, mY, slots, base, row0, nrows, tid = ctx
+        chunks unrolled) or a runtime value (a loop, beyond UNROLL_K chunks). span: the
+        block's n chunks [first, end) of a split stage (None: all of them)."""
+        mWh, mWf, mY, slots, base, row0, nrows, tid, ext = ctx
         tiled_mma, thr_mma, thr_a, thr_b, tCc, gws, rings, vw, src, active = mm
         p, tm = self.p, self.tm
         kc, nc = s.k_chunk, s.n_chunk
         nk, nn = s.k_pad // kc, s.n_pad // nc
+        nj_rel, nj_first, nj_end = nj, 0, nn
+        if cutlass.const_expr(span is not None):
+            nj_rel, nj_first, nj_end = nj - span[0], span[0], span[1]
         nbuf = p.weight_buffers
         buf = 0
         if cutlass.const_expr(nbuf == 2):
-            buf = (nj * nk + kj) % 2
+            buf = (nj_rel * nk + kj) % 2
             # prefetch the next tile into the other buffer (last read one tile ago,
             # before that tile's closing barrier)
             if kj + 1 < nk:
@@ -710,7 +880,7 @@ class ChainKernel(TileOps):
                         tid,
                     )
             else:
-                if nj + 1 < nn:
+                if nj + 1 < nj_end:
                     for m in cutlass.range_constexpr(s.mats):
                         self.stage(
                             gws[m],
@@ -742,7 +912,7 @@ class ChainKernel(TileOps):
                         tid,
                     )
             else:
-                if nj > 0:
+                if nj > nj_first:
                     for m in cutlass.range_constexpr(s.mats):
                         self.stage(
                             gws[m],
@@ -782,7 +952,7 @@ class ChainKernel(TileOps):
     def mm_epilogue(self, ctx, s: cutlass.Constexpr, accs, tCc, col0):
         """Bias, the fused epilogue (linear) or act(g) * u (gated), in fp32; stored at
         dst's dtype (zeros in dst's padding columns)."""
-        mWh, mWf, mY, slots, base, row0, nrows, tid = ctx
+        mWh, mWf, mY, slots, base, row0, nrows, tid, ext = ctx
         f32 = cutlass.Float32
         for i in cutlass.range_constexpr(cute.size(accs[0])):
             r = tCc[i][0]
@@ -813,22 +983,36 @@ class ChainKernel(TileOps):
     @cute.jit
     def elementwise_stage(self, ctx, s: cutlass.Constexpr):
         """act / add over the tile: every thread a strided run of elements."""
-        mWh, mWf, mY, slots, base, row0, nrows, tid = ctx
+        mWh, mWf, mY, slots, base, row0, nrows, tid, ext = ctx
         dst = self.p.values[s.dst]
         pw = dst.padded_width
-        for i in cutlass.range(tid, self.tm * pw, self.threads):
-            r = i // pw
-            c = i - r * pw
-            v = cutlass.Float32(0.0)
-            if c < dst.width:
-                if cutlass.const_expr(s.op == "act"):
-                    v = _act(s.fn, self.load(slots[s.src], self.f16(s.src), r, c))
-                else:
-                    v = self.load(slots[s.a], self.f16(s.a), r, c) + self.load(
-                        slots[s.b_src], self.f16(s.b_src), r, c
-                    )
-            self.put(ctx, slots[s.dst], self.p.values[s.dst], r, c, v)
+        if cutlass.const_expr(self.p.split_after(s.dst - 1)):
+            # a split kernel's stage after its matmul: the block's column slice only
+            ncs = self.p.slice_chunks * self.p.stages[self.p.split_stage - self.p.first_stage].n_chunk
+            c0 = ext[1] * ncs
+            for i in cutlass.range(tid, self.tm * ncs, self.threads):
+                r = i // ncs
+                c = c0 + (i - r * ncs)
+                self.put(ctx, slots[s.dst], dst, r, c, self.elementwise_value(slots, s, r, c))
+        else:
+            for i in cutlass.range(tid, self.tm * pw, self.threads):
+                r = i // pw
+                c = i - r * pw
+                self.put(ctx, slots[s.dst], dst, r, c, self.elementwise_value(slots, s, r, c))
         cute.arch.sync_threads()
+
+    @cute.jit
+    def elementwise_value(self, slots, s: cutlass.Constexpr, r, c):
+        """act / add at (r, c) in fp32; 0 in the padding columns."""
+        v = cutlass.Float32(0.0)
+        if c < self.p.values[s.dst].width:
+            if cutlass.const_expr(s.op == "act"):
+                v = _act(s.fn, self.load(slots[s.src], self.f16(s.src), r, c))
+            else:
+                v = self.load(slots[s.a], self.f16(s.a), r, c) + self.load(
+                    slots[s.b_src], self.f16(s.b_src), r, c
+                )
+        return v
 
     @cute.jit
     def norm_stage(self, ctx, s: cutlass.Constexpr):
@@ -842,7 +1026,7 @@ class ChainKernel(TileOps):
     def moment_norm_stage(self, ctx, s: cutlass.Constexpr):
         """LayerNorm / RMSNorm over the features of each row: one warp per row
         (row_norm_stats), then scale (gamma) and shift (beta)."""
-        mWh, mWf, mY, slots, base, row0, nrows, tid = ctx
+        mWh, mWf, mY, slots, base, row0, nrows, tid, ext = ctx
         f32 = cutlass.Float32
         p = self.p
         src = p.values[s.src]
@@ -874,7 +1058,7 @@ class ChainKernel(TileOps):
         """Softmax over the features of each row, one warp per row: the max, the sum of
         exp(x - max) (butterfly shuffles, fp32), then exp(x - max) / sum (the model of the
         bound, src/chain/ref.c rf_softmax_row)."""
-        mWh, mWf, mY, slots, base, row0, nrows, tid = ctx
+        mWh, mWf, mY, slots, base, row0, nrows, tid, ext = ctx
         f32 = cutlass.Float32
         p = self.p
         width = p.values[s.src].width
@@ -910,7 +1094,7 @@ class ChainKernel(TileOps):
     @cute.jit
     def copy_out(self, ctx):
         """Y from its slot to global memory (when the planner gave Y a slot)."""
-        mWh, mWf, mY, slots, base, row0, nrows, tid = ctx
+        mWh, mWf, mY, slots, base, row0, nrows, tid, ext = ctx
         y = self.p.values[-1]
         for i in cutlass.range(tid, self.tm * y.width, self.threads):
             r = i // y.width
@@ -918,6 +1102,94 @@ class ChainKernel(TileOps):
             if r < nrows:
                 mY[row0 + r, c] = slots[y.id][r, c]
         cute.arch.sync_threads()
+
+
+class SegmentKernel(ChainKernel):
+    """One kernel of a chain's conventional schedule (the spec's "segment"): its stages run
+    like the whole chain's kernel's, with its inputs staged from X or the scratch at each
+    tile's start and every value a later kernel reads stored to the scratch (module
+    docstring). Work items are row tiles x column slices."""
+
+    @cute.jit
+    def __call__(
+        self,
+        mX: cute.Tensor,
+        mWh: cute.Tensor,
+        mWf: cute.Tensor,
+        mY: cute.Tensor,
+        mA: cute.Tensor,
+        rows: cutlass.Int32,
+        grid: cutlass.Int32,
+        stream: cuda.CUstream,
+    ):
+        self.kernel(mX, mWh, mWf, mY, mA, rows).launch(
+            grid=(grid, 1, 1),
+            block=(self.threads, 1, 1),
+            smem=self.p.smem_bytes,
+            stream=stream,
+        )
+
+    @cute.kernel
+    def kernel(
+        self,
+        mX: cute.Tensor,
+        mWh: cute.Tensor,
+        mWf: cute.Tensor,
+        mY: cute.Tensor,
+        mA: cute.Tensor,
+        rows: cutlass.Int32,
+    ):
+        p, tm = self.p, self.tm
+        tid, _, _ = cute.arch.thread_idx()
+        bid, _, _ = cute.arch.block_idx()
+        nblk, _, _ = cute.arch.grid_dim()
+        smem = cutlass.utils.SmemAllocator()
+        base = smem.allocate(p.smem_bytes, 128)
+        slots = [self.slot(base, v) for v in p.values]
+        auxv = [self.aux_view(mA, v, rows) for v in p.values]
+        ntiles = (rows + tm - 1) // tm
+        for item in cutlass.range(bid, ntiles * p.slices, nblk):
+            tile = item // p.slices
+            sl = item - tile * p.slices
+            row0 = tile * tm
+            nrows = rows - row0
+            for v in p.inputs:
+                val = p.values[v]
+                if cutlass.const_expr(v == 0):
+                    self.stage(mX, slots[0], row0, nrows, 0, p.in_width, tm, val.padded_width,
+                               self.vx, tid)
+                else:
+                    self.stage(auxv[v], slots[v], row0, nrows, 0, val.padded_width, tm,
+                               val.padded_width, 16 // val.elem_bytes, tid)
+            cute.arch.cp_async_commit_group()
+            cute.arch.cp_async_wait_group(0)
+            cute.arch.sync_threads()
+            ctx = (mWh, mWf, mY, slots, base, row0, nrows, tid, (auxv, sl))
+            for s in p.stages:
+                if cutlass.const_expr(s.op in ("linear", "gated")):
+                    self.matmul_stage(ctx, s)
+                elif cutlass.const_expr(s.op == "norm"):
+                    self.norm_stage(ctx, s)
+                else:
+                    self.elementwise_stage(ctx, s)
+
+    def aux_view(self, mA, v: Value, rows):
+        """Value v's columns of the scratch, [rows, padded_width] at its dtype (None when
+        it is not in the scratch)."""
+        if v.glob != "aux":
+            return None
+        ptr = mA.iterator + v.aux_col
+        stride = self.p.aux_row
+        if v.dtype == "f32":
+            ptr = cute.recast_ptr(ptr, dtype=cutlass.Float32)
+            stride = self.p.aux_row // 2
+        return cute.make_tensor(ptr, cute.make_layout((rows, v.padded_width), stride=(stride, 1)))
+
+
+def make_kernel(plan: ChainPlan) -> ChainKernel:
+    """The generator of a chain_mma entry: the whole chain's kernel, or a conventional
+    schedule's kernel."""
+    return SegmentKernel(plan) if plan.segment else ChainKernel(plan)
 
 
 def compile_args(plan: ChainPlan):
@@ -931,15 +1203,16 @@ def compile_args(plan: ChainPlan):
         return make_fake_compact_tensor(dt, shape, stride_order=order, assumed_align=16)
 
     rows = cute.SymInt()
-    return (
+    head = (
         fake(cutlass.Float16, (rows, plan.in_width)),
         fake(cutlass.Float16, (plan.wh_extent(),)),
         fake(cutlass.Float32, (plan.wf_extent(),)),
         fake(cutlass.Float32, (rows, plan.out_width)),
-        1,
-        1,
-        cuda.CUstream(0),
     )
+    if plan.segment:
+        # the scratch [rows, aux_row] fp16 (one 16-byte column when no value goes there)
+        head += (fake(cutlass.Float16, (rows, max(plan.aux_row, 8))),)
+    return (*head, 1, 1, cuda.CUstream(0))
 
 
 __all__ = [
@@ -947,6 +1220,7 @@ __all__ = [
     "MODE",
     "ChainKernel",
     "ChainPlan",
+    "SegmentKernel",
     "SpecError",
     "Stage",
     "Value",

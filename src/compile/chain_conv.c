@@ -1,0 +1,168 @@
+/* The conventional schedule of a chain (compile/chain_conv.h): the segments, the scratch
+ * layout of the values between them, each segment's kernel and its column split. */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "compile/chain_conv.h"
+
+static int is_mm(const rf_chain_stage_t *s) {
+    return s->op == RF_CHAIN_LINEAR || s->op == RF_CHAIN_GATED;
+}
+
+/* Every value a stage reads. */
+static int reads_of(const rf_chain_stage_t *s, int *out) {
+    int n = 0;
+    if (s->src >= 0)
+        out[n++] = s->src;
+    if (s->src2 >= 0)
+        out[n++] = s->src2;
+    for (int e = 0; e < s->n_epi; e++)
+        if (s->epi[e].op != RF_CHAIN_EPI_ACT)
+            out[n++] = s->epi[e].src;
+    return n;
+}
+
+void rf_chain_conv_plan_free(rf_chain_conv_plan_t *cp) {
+    if (!cp)
+        return;
+    free(cp->segs);
+    cp->segs = NULL;
+    cp->n_segs = 0;
+}
+
+/* The segments' first stages (module comment); returns their count. */
+static int cut(const rf_chain_t *c, int *starts) {
+    int n = 0, has_mm = 0;
+    starts[n++] = 0;
+    for (int s = 0; s < c->n_stages; s++) {
+        const rf_chain_stage_t *st = &c->stages[s];
+        if (!is_mm(st))
+            continue;
+        if (has_mm) {
+            int at = s;
+            const rf_chain_stage_t *prev = &c->stages[s - 1];
+            /* a norm feeding this matmul is its prologue */
+            if (s - 1 > starts[n - 1] && prev->op == RF_CHAIN_NORM && prev->dst == st->src)
+                at = s - 1;
+            if (n == RF_CHAIN_CONV_MAX_SEGS)
+                return -1;
+            starts[n++] = at;
+        }
+        has_mm = 1;
+    }
+    starts[n] = c->n_stages;
+    return n;
+}
+
+/* The column split of segment `seg` (module comment of chain_conv.h). */
+static void split(const rf_chain_t *c, const rf_target_t *t, int64_t rows,
+                  rf_chain_seg_plan_t *seg) {
+    const rf_chain_plan_t *p = &seg->plan;
+    int mm = -1, n_mm = 0;
+    seg->split_stage = -1;
+    seg->slices = 1;
+    seg->slice_chunks = 0;
+    for (int s = p->first_stage; s < p->end_stage; s++)
+        if (is_mm(&c->stages[s])) {
+            mm = s;
+            n_mm++;
+        }
+    if (n_mm != 1)
+        return;
+    int64_t n = c->stages[mm].n;
+    for (int s = mm + 1; s < p->end_stage; s++) {
+        const rf_chain_stage_t *st = &c->stages[s];
+        if ((st->op != RF_CHAIN_ACT && st->op != RF_CHAIN_ADD) || c->values[st->dst].width != n)
+            return;
+    }
+    int64_t nn = p->stages[mm].n_pad / p->stages[mm].n_chunk;
+    int64_t tiles = (rows + p->tile_rows - 1) / p->tile_rows;
+    int64_t slices = (t->sm_count + tiles - 1) / tiles;
+    if (slices > nn)
+        slices = nn;
+    if (slices < 1)
+        slices = 1;
+    int64_t per = (nn + slices - 1) / slices;
+    seg->split_stage = mm;
+    seg->slice_chunks = (int)per;
+    seg->slices = (int)((nn + per - 1) / per);
+}
+
+rf_status_t rf_chain_conv_plan_make(const rf_chain_t *c, int64_t rows, const rf_target_t *t,
+                                    int tile_rows, rf_chain_plan_t *whole,
+                                    rf_chain_conv_plan_t *cp) {
+    int starts[RF_CHAIN_CONV_MAX_SEGS + 1];
+    int seg_of[RF_CHAIN_MAX_STAGES];
+    char aux[RF_CHAIN_MAX_STAGES + 1] = {0};
+    memset(cp, 0, sizeof *cp);
+    /* the whole chain's plan: its hash and weight offsets (no shared-memory limit) */
+    rf_target_t unbounded = *t;
+    unbounded.smem_per_block = INT32_MAX;
+    RF_RETURN_IF_ERROR(rf_chain_plan_make(c, rows, &unbounded, 16, whole),
+                       "placing the weights of the conventional schedule");
+    whole->target = *t;
+    int n = cut(c, starts);
+    if (n < 0)
+        return RF_ERR(RF_CODE_UNSUPPORTED,
+                      "the chain has more than %d linear stages: the conventional schedule "
+                      "launches at most %d kernels",
+                      RF_CHAIN_CONV_MAX_SEGS, RF_CHAIN_CONV_MAX_SEGS);
+    for (int i = 0; i < n; i++)
+        for (int s = starts[i]; s < starts[i + 1]; s++)
+            seg_of[s] = i;
+    cp->segs = calloc((size_t)n, sizeof *cp->segs);
+    if (!cp->segs)
+        return RF_ERR(RF_CODE_OUT_OF_MEMORY, "%d segment plans", n);
+    cp->n_segs = n;
+    /* the values a later segment reads, and every segment's inputs */
+    for (int i = 0; i < n; i++) {
+        rf_chain_seg_plan_t *seg = &cp->segs[i];
+        char in[RF_CHAIN_MAX_STAGES + 1] = {0};
+        for (int s = starts[i]; s < starts[i + 1]; s++) {
+            int r[2 + RF_CHAIN_MAX_EPILOGUE];
+            int k = reads_of(&c->stages[s], r);
+            for (int j = 0; j < k; j++) {
+                int v = r[j], prod = v == 0 ? -1 : seg_of[v - 1];
+                if (prod == i)
+                    continue;
+                in[v] = 1;
+                if (v != 0)
+                    aux[v] = 1;
+            }
+        }
+        for (int v = 0; v < c->n_values; v++)
+            if (in[v])
+                seg->inputs[seg->n_inputs++] = v;
+    }
+    int64_t col = 0;
+    for (int v = 0; v < c->n_values; v++) {
+        cp->aux_col[v] = -1;
+        if (!aux[v])
+            continue;
+        cp->aux_col[v] = col;
+        col += whole->values[v].padded_width * (c->values[v].dtype == RF_DTYPE_F16 ? 1 : 2);
+    }
+    cp->aux_row = col;
+    whole->aux_row = col;
+    for (int i = 0; i < n; i++) {
+        rf_chain_seg_plan_t *seg = &cp->segs[i];
+        rf_status_t st =
+            rf_chain_plan_range(c, rows, t, tile_rows, starts[i], starts[i + 1], &seg->plan);
+        if (st) {
+            rf_chain_conv_plan_free(cp);
+            return rf_status_annotate(st, "the conventional schedule's kernel %d (stages %d..%d)",
+                                      i, starts[i], starts[i + 1] - 1);
+        }
+        snprintf(seg->plan.name, sizeof seg->plan.name, "conv_%s_%d", whole->hash, i);
+        seg->plan.aux_row = cp->aux_row;
+        split(c, t, rows, seg);
+    }
+    snprintf(whole->name, sizeof whole->name, "conv_%s", whole->hash);
+    snprintf(whole->reason, sizeof whole->reason,
+             "conventional: %d kernels (one per linear stage with its epilogue, a norm before "
+             "a linear in its prologue), %lld bytes of scratch per row between them",
+             n, (long long)(2 * cp->aux_row));
+    return RF_OK;
+}

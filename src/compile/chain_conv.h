@@ -1,0 +1,66 @@
+/* The conventional schedule of a chain (src/compile, internal): one kernel per linear or gated
+ * stage with its epilogue, the values between kernels in global memory. The peer the
+ * persistent chain kernel is measured against, and the schedule of a chain whose values do
+ * not fit one block's shared memory at large row counts (no kernel holds more than its own
+ * stages' values).
+ *
+ * Segments (rf_chain_conv_plan_make): the chain's stages are cut before every linear or gated
+ * stage that follows another one in the same segment; a norm whose output is that stage's
+ * input goes with it (computed in the kernel's prologue, from whole input rows). Stages
+ * before the first matmul join the first segment; act, add and norm stages after a matmul
+ * stay with it (its epilogue side).
+ *
+ * Values between kernels: X stays in the caller's X and Y goes to the caller's Y; every other
+ * value produced in one segment and read in a later one lives in a scratch buffer, "aux":
+ * [rows, aux_row] fp16 elements, the value at column aux_col (fp16 elements; an fp32 value
+ * takes two per element), its padded width of columns, stored at the value's dtype, so
+ * each kernel computes exactly what the persistent kernel computes (same dtypes, same
+ * order of operations per value): one reference and one bound check both.
+ *
+ * Column split: a segment whose matmul is followed only by elementwise stages of its width
+ * splits the matmul's n chunks over `slices` blocks per row tile (slice_chunks chunks each),
+ * so a kernel has tiles x slices work items; a segment with a norm after its matmul keeps
+ * whole rows (slices 1). Each segment's kernel is a chain_mma kernel over its stage range
+ * (rf_chain_plan_range) with these fields added to its entry (chain_package.c). */
+#ifndef RF_COMPILE_CHAIN_CONV_H
+#define RF_COMPILE_CHAIN_CONV_H
+
+#include "compile/chain_plan.h"
+
+/* Most kernels of a conventional chain (one per linear; a guard). */
+#define RF_CHAIN_CONV_MAX_SEGS 64
+
+typedef struct rf_chain_seg_plan {
+    rf_chain_plan_t plan;  /* the kernel: stage range, layout, name */
+    int split_stage;       /* the matmul whose columns are split; -1: whole rows */
+    int slices;            /* blocks per row tile (1: no split) */
+    int slice_chunks;      /* n chunks per slice */
+    int n_inputs;          /* values staged from global memory at each tile's start */
+    int inputs[RF_CHAIN_MAX_STAGES + 1];
+} rf_chain_seg_plan_t;
+
+typedef struct rf_chain_conv_plan {
+    int n_segs;
+    rf_chain_seg_plan_t *segs; /* [n_segs], heap: rf_chain_conv_plan_free */
+    int64_t aux_row;           /* fp16 elements per row of the scratch (0: none needed) */
+    int64_t aux_col[RF_CHAIN_MAX_STAGES + 1]; /* per value; -1: not in the scratch */
+} rf_chain_conv_plan_t;
+
+/* Plans every segment's kernel for `rows` rows on target t (tile_rows as for chain_mma: 0 auto).
+ * `whole` receives the chain's plan for the package's chain object (hash, weight offsets,
+ * name "conv_<hash>", reason); it needs no shared-memory fit. UNSUPPORTED names the segment
+ * whose kernel does not fit. */
+rf_status_t rf_chain_conv_plan_make(const rf_chain_t *c, int64_t rows, const rf_target_t *t,
+                                    int tile_rows, rf_chain_plan_t *whole,
+                                    rf_chain_conv_plan_t *out);
+void rf_chain_conv_plan_free(rf_chain_conv_plan_t *cp);
+
+/* kernel_spec.json / plan.json of the schedule (chain_package.c): every segment's chain_mma
+ * entry, in launch order. */
+rf_status_t rf_chain_conv_spec_write(const rf_chain_plan_t *whole, const rf_chain_conv_plan_t *cp,
+                                     const char *path);
+rf_status_t rf_chain_conv_plan_write(const rf_chain_plan_t *whole, const rf_chain_conv_plan_t *cp,
+                                     const char *model, int64_t wh_offset, int64_t wf_offset,
+                                     const char *path);
+
+#endif
