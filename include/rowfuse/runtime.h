@@ -181,7 +181,10 @@ int rf_exec_nodes(const rf_exec_t *exec);        /* all nodes */
  *
  * A chain package (plan.json with a "chain" object) holds one chain_mma kernel: a chain of
  * row-local stages mapping X [M, C] fp16 to Y [M, N_out] f32 (kernel_abi.h), its weights in
- * two arrays wh (fp16) and wf (f32) in weights.bin. An rf_chain_exec_t owns the device
+ * two arrays wh (fp16) and wf (f32) in weights.bin; or one chain_stream kernel; or, for the
+ * chain's conventional schedule, one chain_mma kernel per segment, launched in order, with
+ * the values between them in a scratch buffer (args.scratch: 2 * rows * chain.aux_row bytes,
+ * at least 16). An rf_chain_exec_t owns the device
  * buffers of one row count (X, Y, wh, wf, the weights uploaded once) and one launch of the
  * kernel, on the plan's grid for that row count, captured into a CUDA Graph; it borrows its
  * package, which must outlive it. */
@@ -212,7 +215,7 @@ rf_status_t rf_chain_pkg_launch(const rf_chain_pkg_t *pkg, const rf_chain_args_t
 
 /* Allocates the buffers for `rows`, uploads wh and wf from weights.bin and captures one
  * launch on `stream` (a stream the caller created) into a CUDA Graph holding exactly one
- * kernel node (RF_CODE_INTERNAL otherwise). X and Y are left unset. */
+ * kernel node per kernel of the package (RF_CODE_INTERNAL otherwise). X and Y are left unset. */
 rf_status_t rf_chain_exec_create(rf_allocator_t allocator, rf_chain_pkg_t *pkg, int64_t rows,
                                  void *stream, rf_chain_exec_t **out_exec);
 void rf_chain_exec_destroy(rf_chain_exec_t *exec);

@@ -11,9 +11,10 @@ that is not a block rowfuse compiles is refused with the compiler's message
 (UnsupportedBlock). The block's forward is the custom op `rowfuse::block(Tensor x, int
 handle) -> Tensor` (torch.ops.rowfuse.block): the handle names the loaded block, and the
 op's fake implementation gives Y's shape [..., N_out] and dtype float32 from X's, so a
-model calling it traces under torch.compile(fullgraph=True). Every call enqueues one kernel
-on torch's current stream and allocates nothing but Y (from torch's allocator), so it can
-be captured inside torch.cuda.graph.
+model calling it traces under torch.compile(fullgraph=True). Every call enqueues the
+package's kernels on torch's current stream (one; a chain's conventional schedule one per
+linear) and allocates nothing but Y and, for the conventional schedule, the scratch between
+its kernels (both from torch's allocator), so it can be captured inside torch.cuda.graph.
 
 Two kinds of package:
 - a chain package (any chain of row-local stages: linears, activations, gated products,
@@ -344,6 +345,13 @@ class ChainBlock(_Loaded):
         x = _aligned(x)
         ptrs = (x.data_ptr(), self._wh.data_ptr(), self._wf.data_ptr(), y.data_ptr())
         a = cabi.ChainArgs(*ptrs, rows)
+        aux_row = int(self.plan["chain"].get("aux_row", 0))
+        if self.plan.get("schedule") == "conventional":
+            # the values between the conventional schedule's kernels, from torch's allocator
+            # on the current stream (so a CUDA graph capture owns it like Y)
+            nbytes = max(16, 2 * rows * aux_row)
+            scratch = torch.empty(nbytes, dtype=torch.uint8, device=self.device)
+            a.scratch, a.scratch_bytes = scratch.data_ptr(), nbytes
         stream = torch.cuda.current_stream(self.device).cuda_stream
         _check(
             _lib().rf_chain_pkg_launch(self._pkg, ctypes.byref(a), ctypes.c_void_p(stream)),

@@ -234,9 +234,9 @@ static void print_chain(const rf_chain_plan_t *p, const char *what, const char *
     printf("compiled the chain of %s into %s\n", what, out_dir);
     int conv = !strncmp(p->name, "conv_", 5);
     printf("  kernel%s %s (%s): %s\n", conv ? "s" : "", p->name,
-           conv                              ? "chain_mma, one per segment"
+           conv                             ? "chain_mma, one per segment"
            : strncmp(p->name, "stream_", 7) ? "chain_mma"
-                                             : "chain_stream",
+                                            : "chain_stream",
            p->reason);
     printf("  %d registers%s, %d blocks per SM%s; wh %lld fp16, wf %lld fp32 weights\n",
            p->registers, conv ? " (the most of its kernels)" : "", p->blocks_per_sm,

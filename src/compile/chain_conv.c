@@ -156,6 +156,14 @@ rf_status_t rf_chain_conv_plan_make(const rf_chain_t *c, int64_t rows, const rf_
                                       i, starts[i], starts[i + 1] - 1);
         }
         snprintf(seg->plan.name, sizeof seg->plan.name, "conv_%s_%d", whole->hash, i);
+        /* inputs read element by element have no slot: the kernel reads them in place */
+        int staged = 0;
+        for (int j = 0; j < seg->n_inputs; j++)
+            if (seg->plan.values[seg->inputs[j]].smem_offset >= 0)
+                seg->inputs[staged++] = seg->inputs[j];
+            else
+                seg->direct[seg->n_direct++] = seg->inputs[j];
+        seg->n_inputs = staged;
         seg->plan.aux_row = cp->aux_row;
         split(c, t, rows, seg);
     }

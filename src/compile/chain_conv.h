@@ -31,12 +31,14 @@
 #define RF_CHAIN_CONV_MAX_SEGS 64
 
 typedef struct rf_chain_seg_plan {
-    rf_chain_plan_t plan;  /* the kernel: stage range, layout, name */
-    int split_stage;       /* the matmul whose columns are split; -1: whole rows */
-    int slices;            /* blocks per row tile (1: no split) */
-    int slice_chunks;      /* n chunks per slice */
-    int n_inputs;          /* values staged from global memory at each tile's start */
+    rf_chain_plan_t plan; /* the kernel: stage range, layout, name */
+    int split_stage;      /* the matmul whose columns are split; -1: whole rows */
+    int slices;           /* blocks per row tile (1: no split) */
+    int slice_chunks;     /* n chunks per slice */
+    int n_inputs;         /* values staged from global memory at each tile's start */
     int inputs[RF_CHAIN_MAX_STAGES + 1];
+    int n_direct; /* values read from global memory where they are used */
+    int direct[RF_CHAIN_MAX_STAGES + 1];
 } rf_chain_seg_plan_t;
 
 typedef struct rf_chain_conv_plan {

@@ -201,7 +201,7 @@ static void write_values_of(rf_json_writer_t *w, const rf_chain_plan_t *p, int w
         if (cp) {
             int aux = cp->aux_col[v] >= 0;
             rf_json_key_string(w, "global",
-                               v == 0                  ? "x"
+                               v == 0                 ? "x"
                                : v == c->n_values - 1 ? "y"
                                : aux                  ? "aux"
                                                       : "none");
@@ -265,6 +265,11 @@ static void write_kernel_of(rf_json_writer_t *w, const rf_chain_plan_t *p,
         rf_json_array_begin(w);
         for (int i = 0; i < seg->n_inputs; i++)
             rf_json_int(w, seg->inputs[i]);
+        rf_json_array_end(w);
+        rf_json_key(w, "direct");
+        rf_json_array_begin(w);
+        for (int i = 0; i < seg->n_direct; i++)
+            rf_json_int(w, seg->direct[i]);
         rf_json_array_end(w);
         rf_json_key_int(w, "aux_row", cp->aux_row);
         rf_json_key_int(w, "split_stage", seg->split_stage);
@@ -543,8 +548,7 @@ static rf_status_t compile_chain(const rf_chain_t *c, const rf_compile_options_t
     if (mma && automatic && !o->fault && rows > RF_STREAM_MAX_ROWS &&
         rf_status_code(mma) == RF_CODE_UNSUPPORTED) {
         rf_status_free(mma);
-        return compile_conv(c, o, rows, &t, "auto: chain_mma does not fit at this row count",
-                            p);
+        return compile_conv(c, o, rows, &t, "auto: chain_mma does not fit at this row count", p);
     }
     /* the weight-streaming schedule (compile/chain_stream.h) where it applies and wins, or
      * where chain_mma does not fit */

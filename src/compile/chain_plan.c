@@ -65,13 +65,15 @@ static void chain_hash(const rf_chain_t *c, char out[17]) {
 }
 
 /* Lifetimes, padded widths, row strides and slot sizes at tile_rows for the kernel of stages
- * [first_stage, end_stage): a value gets a slot when a stage of the range reads it; one
- * produced before the range lives from its start (it is staged from global memory). Padded
- * widths and chunks are the chain's, whatever the range (every kernel of a chain agrees on
- * them). */
+ * [first_stage, end_stage): a value produced in the range gets a slot when a stage of the
+ * range reads it; one produced before the range gets one when a stage reads its whole rows
+ * (a matmul's or a norm's input: it is staged from global memory and lives from the range's
+ * start), and none when it is only read element by element (an epilogue's or an elementwise
+ * stage's operand: the kernel reads it from global memory where it uses it). Padded widths
+ * and chunks are the chain's, whatever the range (every kernel of a chain agrees on them). */
 static void plan_values(const rf_chain_t *c, rf_chain_plan_t *p) {
     int s0 = p->first_stage, s1 = p->end_stage;
-    char read[RF_CHAIN_MAX_STAGES + 1] = {0};
+    char read[RF_CHAIN_MAX_STAGES + 1] = {0}, rows_read[RF_CHAIN_MAX_STAGES + 1] = {0};
     for (int v = 0; v < c->n_values; v++) {
         rf_chain_value_plan_t *vp = &p->values[v];
         vp->padded_width = up(c->values[v].width, 16);
@@ -89,6 +91,8 @@ static void plan_values(const rf_chain_t *c, rf_chain_plan_t *p) {
             if (p->values[reads[i]].last < s)
                 p->values[reads[i]].last = s;
         }
+        if (s >= s0 && s < s1 && (is_mm(st) || st->op == RF_CHAIN_NORM))
+            rows_read[st->src] = 1;
         if (is_mm(st)) {
             rf_chain_stage_plan_t *sp = &p->stages[s];
             sp->k_chunk = (int)(st->k >= 64 ? 64 : up(st->k, 16));
@@ -105,9 +109,9 @@ static void plan_values(const rf_chain_t *c, rf_chain_plan_t *p) {
         vp->row_stride = vp->padded_width + 16 / eb;
         /* the whole chain's kernel gives every value but Y a slot */
         int whole = s0 == 0 && s1 == c->n_stages;
-        vp->slot_bytes = v == last || (!read[v] && !whole)
-                             ? 0
-                             : up((int64_t)p->tile_rows * vp->row_stride * eb, 128);
+        int slot = whole || (v - 1 >= s0 ? read[v] : rows_read[v]);
+        vp->slot_bytes =
+            v == last || !slot ? 0 : up((int64_t)p->tile_rows * vp->row_stride * eb, 128);
     }
     for (int s = 0; s < c->n_stages; s++) {
         const rf_chain_stage_t *st = &c->stages[s];

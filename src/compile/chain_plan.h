@@ -49,7 +49,7 @@ typedef struct rf_chain_stage_plan {
 } rf_chain_stage_plan_t;
 
 typedef struct rf_chain_plan {
-    const rf_chain_t *chain; /* borrowed */
+    const rf_chain_t *chain;    /* borrowed */
     int first_stage, end_stage; /* the kernel runs stages [first_stage, end_stage) */
     char name[RF_KERNEL_NAME_MAX];
     char hash[17]; /* FNV-1a 64 of the chain's structure and weights */

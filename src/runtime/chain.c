@@ -4,7 +4,10 @@
  * captures one launch of the chain kernel, on the plan's grid for the row count, into a
  * CUDA Graph on the caller's stream. A chain_stream kernel (an FFN split over every SM) runs
  * on its plan's fixed grid with a scratch buffer the exec allocates for its rows: fp32
- * partials, then int32 counters zeroed once here (every launch leaves them zero). */
+ * partials, then int32 counters zeroed once here (every launch leaves them zero). A chain's
+ * conventional schedule has one chain_mma kernel per segment ("segment" in each entry),
+ * launched in order on the same stream with the same arguments; the values between them
+ * live in the scratch, [rows, aux_row] fp16 (plan.json's chain.aux_row). */
 #define _POSIX_C_SOURCE 200809L
 #include <cjson/cJSON.h>
 #include <dlfcn.h>
@@ -16,6 +19,14 @@
 #include "rt_internal.h"
 
 #define RF_CHAIN_PLAN_MAX_BYTES (4l << 20)
+/* Most kernels of one chain package (the conventional schedule's segments). */
+#define RF_CHAIN_PKG_MAX_KERNELS 64
+
+typedef struct rf_chain_seg_kernel {
+    rf_kernel_spec_t spec; /* name, tile_rows, blocks_per_sm */
+    int index;             /* in the library's order */
+    int slices;            /* blocks per row tile */
+} rf_chain_seg_kernel_t;
 
 struct rf_chain_pkg {
     rf_allocator_t allocator;
@@ -34,6 +45,9 @@ struct rf_chain_pkg {
     int32_t stream_grid;       /* its grid (one block per hidden slice) */
     int64_t partial_per_row;   /* fp32 elements of scratch per row */
     int64_t counters_per_tile; /* int32 counters per row tile */
+    int n_segs, seg_count;     /* the conventional schedule: its kernels, in launch order */
+    rf_chain_seg_kernel_t segs[RF_CHAIN_PKG_MAX_KERNELS];
+    int64_t aux_row; /* fp16 elements of scratch per row between them */
 };
 
 struct rf_chain_exec {
@@ -141,6 +155,45 @@ int rf_chain_pkg_probe(const char *dir) {
     return is_chain;
 }
 
+/* One kernel of a conventional schedule: kernels[i] with its "segment" object, which must
+ * come in launch order (index = the kernels read so far). */
+static rf_status_t read_segment(const chain_reader_t *r, const cJSON *k, const cJSON *seg, int i,
+                                rf_chain_pkg_t *c) {
+    char w[48];
+    int64_t tile, bps, index, count, slices;
+    rf_status_t st;
+    snprintf(w, sizeof w, "kernels[%d].", i);
+    if (c->n_segs == RF_CHAIN_PKG_MAX_KERNELS)
+        return RF_ERR(RF_CODE_PARSE_ERROR, "%s: more than %d kernels", r->path,
+                      RF_CHAIN_PKG_MAX_KERNELS);
+    rf_chain_seg_kernel_t *s = &c->segs[c->n_segs];
+    if ((st = str(r, k, w, "name", s->spec.name, sizeof s->spec.name)) ||
+        (st = num(r, k, w, "tile_rows", 1, 1024, &tile)) ||
+        (st = num(r, k, w, "blocks_per_sm", 1, 1024, &bps)))
+        return st;
+    snprintf(w, sizeof w, "kernels[%d].segment.", i);
+    if ((st = num(r, seg, w, "index", 0, RF_CHAIN_PKG_MAX_KERNELS - 1, &index)) ||
+        (st = num(r, seg, w, "count", 1, RF_CHAIN_PKG_MAX_KERNELS, &count)) ||
+        (st = num(r, seg, w, "slices", 1, 1 << 20, &slices)))
+        return st;
+    if (index != c->n_segs)
+        return RF_ERR(RF_CODE_PARSE_ERROR, "%s: %sindex is %lld; the kernels come in launch order",
+                      r->path, w, (long long)index);
+    s->spec.tile_rows = (int)tile;
+    s->spec.blocks_per_sm = (int)bps;
+    s->spec.grid_balanced = 1;
+    s->spec.cluster_h = 1;
+    s->index = i;
+    s->slices = (int)slices;
+    if (c->n_segs == 0)
+        c->seg_count = (int)count;
+    else if (count != c->seg_count)
+        return RF_ERR(RF_CODE_PARSE_ERROR, "%s: %scount is %lld; kernel 0 said %d", r->path, w,
+                      (long long)count, c->seg_count);
+    c->n_segs++;
+    return RF_OK;
+}
+
 /* The chain's facts from plan.json: the "chain" object, the chain_mma kernel entry and the
  * grid rule's inputs. */
 static rf_status_t read_chain_plan(const chain_reader_t *r, const cJSON *root, rf_chain_pkg_t *c) {
@@ -189,6 +242,26 @@ static rf_status_t read_chain_plan(const chain_reader_t *r, const cJSON *root, r
     snprintf(c->library, sizeof(c->library), "%s/%s", c->dir, lib);
     if (!cJSON_IsArray(ks))
         return RF_ERR(RF_CODE_PARSE_ERROR, "%s: \"kernels\" is missing or not a list", r->path);
+    if (cJSON_GetObjectItemCaseSensitive(ch, "aux_row") &&
+        (st = num(r, ch, "chain.", "aux_row", 0, INT32_MAX, &c->aux_row)))
+        return st;
+    for (int i = 0; i < cJSON_GetArraySize(ks); i++) {
+        const cJSON *k = cJSON_GetArrayItem(ks, i);
+        const cJSON *seg = cJSON_GetObjectItemCaseSensitive(k, "segment");
+        if (!seg)
+            continue;
+        RF_RETURN_IF_ERROR_PLAIN(read_segment(r, k, seg, i, c));
+    }
+    if (c->n_segs > 0 && c->n_segs != c->seg_count)
+        return RF_ERR(RF_CODE_PARSE_ERROR,
+                      "%s: %d kernels of the conventional schedule; their "
+                      "segment.count says %d",
+                      r->path, c->n_segs, c->seg_count);
+    if (c->n_segs > 0) {
+        c->kernel = c->segs[0].spec;
+        c->kernel_index = c->segs[0].index;
+        return RF_OK;
+    }
     for (int i = 0; i < cJSON_GetArraySize(ks) && !found; i++) {
         const cJSON *k = cJSON_GetArrayItem(ks, i);
         const cJSON *mode = cJSON_GetObjectItemCaseSensitive(k, "mode");
@@ -280,10 +353,15 @@ static rf_status_t open_library(rf_chain_pkg_t *c) {
                       "%lld -> %lld",
                       c->library, lib_in(), lib_out(), (long long)c->in_width,
                       (long long)c->out_width);
-    name = c->kernel_index < kernel_count() ? kernel_name(c->kernel_index) : NULL;
-    if (!name || strcmp(name, c->kernel.name) != 0)
-        return RF_ERR(RF_CODE_MISMATCH, "kernel %d of library %s is \"%s\"; plan.json says \"%s\"",
-                      c->kernel_index, c->library, name ? name : "(none)", c->kernel.name);
+    for (int i = 0; i < (c->n_segs ? c->n_segs : 1); i++) {
+        int index = c->n_segs ? c->segs[i].index : c->kernel_index;
+        const char *want = c->n_segs ? c->segs[i].spec.name : c->kernel.name;
+        name = index < kernel_count() ? kernel_name(index) : NULL;
+        if (!name || strcmp(name, want) != 0)
+            return RF_ERR(RF_CODE_MISMATCH,
+                          "kernel %d of library %s is \"%s\"; plan.json says \"%s\"", index,
+                          c->library, name ? name : "(none)", want);
+    }
     return RF_OK;
 }
 
@@ -365,12 +443,32 @@ int64_t rf_chain_pkg_in_width(const rf_chain_pkg_t *c) {
 int64_t rf_chain_pkg_out_width(const rf_chain_pkg_t *c) {
     return c->out_width;
 }
+/* A conventional schedule's kernel: row tiles x slices work items over the persistent grid,
+ * balanced (every block the same number of items, give or take one). */
+static int32_t seg_grid(const rf_chain_pkg_t *c, const rf_chain_seg_kernel_t *k, int64_t rows) {
+    int64_t items = (rows + k->spec.tile_rows - 1) / k->spec.tile_rows * k->slices;
+    int64_t cap = (int64_t)c->grid_plan.target.sm_count * k->spec.blocks_per_sm;
+    if (items < 1)
+        items = 1;
+    if (items <= cap)
+        return (int32_t)items;
+    int64_t per = (items + cap - 1) / cap;
+    return (int32_t)((items + per - 1) / per);
+}
+
 int32_t rf_chain_pkg_grid(const rf_chain_pkg_t *c, int64_t rows) {
+    if (c->n_segs)
+        return seg_grid(c, &c->segs[0], rows);
     return c->stream ? c->stream_grid : rf_plan_grid(&c->grid_plan, &c->kernel, rows);
 }
 
-/* Scratch bytes of a chain_stream launch at `rows` (0 for chain_mma). */
+/* Scratch bytes of a chain_stream launch or a conventional schedule at `rows` (0 for
+ * chain_mma). */
 static int64_t stream_scratch_bytes(const rf_chain_pkg_t *c, int64_t rows) {
+    if (c->n_segs) {
+        int64_t b = 2 * rows * c->aux_row;
+        return b < 16 ? 16 : b;
+    }
     if (!c->stream)
         return 0;
     int64_t tiles = (rows + c->kernel.tile_rows - 1) / c->kernel.tile_rows;
@@ -389,6 +487,17 @@ rf_status_t rf_chain_pkg_launch(const rf_chain_pkg_t *c, const rf_chain_args_t *
         return RF_ERR(RF_CODE_SHAPE_ERROR,
                       "%s: %lld rows; expected >= 1 with rows * max(C, N_out) <= 2^31 - 1",
                       c->kernel.name, (long long)args->rows);
+    if (c->n_segs && args->rows > INT32_MAX / (c->aux_row > 8 ? c->aux_row : 8))
+        return RF_ERR(RF_CODE_SHAPE_ERROR,
+                      "%s: %lld rows; the conventional schedule's scratch holds rows * %lld fp16 "
+                      "elements, at most 2^31 - 1",
+                      c->kernel.name, (long long)args->rows, (long long)c->aux_row);
+    if (c->n_segs && (!args->scratch || args->scratch_bytes < stream_scratch_bytes(c, args->rows)))
+        return RF_ERR(RF_CODE_INVALID_ARGUMENT,
+                      "%s is a conventional schedule of %d kernels: it needs %lld bytes of "
+                      "scratch at %lld rows (args.scratch) for the values between them, got %lld",
+                      c->kernel.name, c->n_segs, (long long)stream_scratch_bytes(c, args->rows),
+                      (long long)args->rows, (long long)args->scratch_bytes);
     if (c->stream && (!args->scratch || args->scratch_bytes < stream_scratch_bytes(c, args->rows)))
         return RF_ERR(RF_CODE_INVALID_ARGUMENT,
                       "%s is a chain_stream kernel: it needs %lld bytes of scratch at %lld rows "
@@ -396,6 +505,17 @@ rf_status_t rf_chain_pkg_launch(const rf_chain_pkg_t *c, const rf_chain_args_t *
                       "package compiled with --schedule chain needs none",
                       c->kernel.name, (long long)stream_scratch_bytes(c, args->rows),
                       (long long)args->rows, (long long)args->scratch_bytes);
+    for (int i = 0; i < c->n_segs; i++) {
+        err = c->launch(c->segs[i].index, args, seg_grid(c, &c->segs[i], args->rows), stream);
+        if (err != 0) {
+            char call[160];
+            snprintf(call, sizeof(call), "rf_pkg_launch_chain(%s, rows=%lld)", c->segs[i].spec.name,
+                     (long long)args->rows);
+            return rf_cuda_status_raw(err, __FILE__, __LINE__, call);
+        }
+    }
+    if (c->n_segs)
+        return RF_OK;
     err = c->launch(c->kernel_index, args, rf_chain_pkg_grid(c, args->rows), stream);
     if (err != 0) {
         char call[160];
@@ -452,7 +572,9 @@ static rf_status_t upload_weights(const rf_chain_pkg_t *c, void *dst, int64_t of
 /* chain_stream: the scratch for the exec's rows, zeroed (the counters must start at 0). */
 static rf_status_t alloc_scratch(rf_chain_exec_t *e) {
     e->scratch_bytes = stream_scratch_bytes(e->pkg, e->rows);
-    e->partial_bytes = e->pkg->stream ? 4 * e->rows * e->pkg->partial_per_row : 0;
+    e->partial_bytes = e->pkg->stream   ? 4 * e->rows * e->pkg->partial_per_row
+                       : e->pkg->n_segs ? e->scratch_bytes
+                                        : 0;
     if (!e->scratch_bytes)
         return RF_OK;
     RF_RETURN_IF_ERROR_PLAIN(dev_alloc(&e->scratch, e->scratch_bytes, 1, "chain_stream scratch"));
@@ -462,14 +584,15 @@ static rf_status_t alloc_scratch(rf_chain_exec_t *e) {
 
 static rf_status_t count_nodes(rf_chain_exec_t *e) {
     size_t n = 0;
-    cudaGraphNode_t nodes[16];
+    cudaGraphNode_t nodes[RF_CHAIN_PKG_MAX_KERNELS + 16];
     RF_CUDA(cudaGraphGetNodes(e->graph, NULL, &n));
     e->nodes = (int)n;
     e->kernel_nodes = 0;
     if (n == 0)
         return RF_OK;
-    if (n > 16)
-        return RF_ERR(RF_CODE_UNSUPPORTED, "captured chain graph holds %zu nodes; expected 1", n);
+    if (n > sizeof nodes / sizeof nodes[0])
+        return RF_ERR(RF_CODE_UNSUPPORTED, "captured chain graph holds %zu nodes; expected %d", n,
+                      e->pkg->n_segs ? e->pkg->n_segs : 1);
     RF_CUDA(cudaGraphGetNodes(e->graph, nodes, &n));
     for (size_t i = 0; i < n; i++) {
         enum cudaGraphNodeType type;
@@ -486,6 +609,8 @@ rf_status_t rf_chain_launch(rf_chain_exec_t *e, void *stream) {
     int err;
     if (!e->pkg->initialized)
         return RF_ERR(RF_CODE_INVALID_ARGUMENT, "chain package %s is not initialised", e->pkg->dir);
+    if (e->pkg->n_segs)
+        return rf_chain_pkg_launch(e->pkg, &args, stream);
     err = e->pkg->launch(e->pkg->kernel_index, &args, e->grid, stream);
     if (err != 0) {
         char call[160];
@@ -511,11 +636,12 @@ static rf_status_t capture(rf_chain_exec_t *e, void *stream) {
         st = RF_ERR(RF_CODE_INTERNAL, "cudaStreamEndCapture returned no graph");
     if (!st)
         st = count_nodes(e);
-    if (!st && e->kernel_nodes != 1)
+    int want = e->pkg->n_segs ? e->pkg->n_segs : 1;
+    if (!st && e->kernel_nodes != want)
         st = RF_ERR(RF_CODE_INTERNAL,
-                    "the captured graph holds %d kernel nodes; expected 1 (the chain kernel "
+                    "the captured graph holds %d kernel nodes; expected %d (the chain's kernels "
                     "must enqueue on the capturing stream)",
-                    e->kernel_nodes);
+                    e->kernel_nodes, want);
     if (!st && (err = cudaGraphInstantiate(&e->exec, e->graph, 0)) != cudaSuccess)
         st = rf_cuda_status(err, __FILE__, __LINE__, "cudaGraphInstantiate");
     if (!st && (err = cudaGraphUpload(e->exec, s)) != cudaSuccess)

@@ -151,6 +151,11 @@ class Stage:
         return 2 if self.op == "gated" else 1
 
     @property
+    def row_reads(self) -> tuple:
+        """Value ids this stage reads whole rows of (a matmul's or a norm's input)."""
+        return (self.src,) if self.op in ("linear", "gated", "norm") else ()
+
+    @property
     def reads(self) -> tuple:
         """Value ids this stage reads."""
         if self.op == "add":
@@ -250,6 +255,7 @@ class ChainPlan:
     segment: bool = False
     first_stage: int = 0
     inputs: tuple = (0,)
+    direct: tuple = ()
     aux_row: int = 0
     split_stage: int = -1
     slices: int = 1
@@ -351,6 +357,7 @@ class ChainPlan:
                 "segment": True,
                 "first_stage": _int(sg, "first_stage", where),
                 "inputs": tuple(ins),
+                "direct": tuple(sg.get("direct", [])),
                 "aux_row": _int(sg, "aux_row", where),
                 "split_stage": _int(sg, "split_stage", where),
                 "slices": _int(sg, "slices", where),
@@ -399,8 +406,9 @@ class ChainPlan:
             )
         last = len(vals) - 1
         x, y = vals[0], vals[last]
-        x_read = any(0 in s.reads for s in sts)
-        if x.width != self.in_width or x.dtype != "f16" or (x.smem_offset < 0 and x_read):
+        # (a segment kernel may read X in place: _check_segment)
+        x_slot = not self.segment or 0 in self.inputs
+        if x.width != self.in_width or x.dtype != "f16" or (x.smem_offset < 0 and x_slot):
             raise SpecError(f"{n}: value 0 must be X: fp16, width in_width, in shared memory")
         if y.width != self.out_width or y.dtype != "f32":
             raise SpecError(f"{n}: the last value must be Y: fp32, width out_width")
@@ -434,7 +442,9 @@ class ChainPlan:
             for r in s.reads:
                 if not 0 <= r <= f0 + i:
                     raise SpecError(f"{w}: reads value {r}, which is not produced before it")
-                if vals[r].smem_offset < 0:
+                if vals[r].smem_offset < 0 and not (
+                    r in self.direct and r not in s.row_reads and r <= f0
+                ):
                     raise SpecError(f"{w}: reads value {r}, which has no shared-memory slot")
             dst = vals[s.dst]
             if s.op in ("linear", "gated"):
@@ -471,9 +481,7 @@ class ChainPlan:
         want = {0: "x", last: "y"}
         for v in vals:
             w = f"{n}: value {v.id}"
-            if v.glob not in ("x", "y", "aux", "none") or (
-                v.id in want and v.glob != want[v.id]
-            ):
+            if v.glob not in ("x", "y", "aux", "none") or (v.id in want and v.glob != want[v.id]):
                 raise SpecError(f"{w}: global {v.glob!r} (X is x, Y is y, others aux or none)")
             if v.glob == "aux":
                 end = v.aux_col + v.padded_width * v.elem_bytes // 2
@@ -484,14 +492,19 @@ class ChainPlan:
                     )
         reads = {r for s in sts for r in s.reads}
         before = {r for r in reads if r <= f0}
-        if set(self.inputs) != before:
+        if set(self.inputs) | set(self.direct) != before or set(self.inputs) & set(self.direct):
             raise SpecError(
-                f"{n}: inputs {sorted(self.inputs)} must be the values read here and produced "
-                f"before stage {f0}: {sorted(before)}"
+                f"{n}: inputs {sorted(self.inputs)} and direct {sorted(self.direct)} must split "
+                f"the values read here and produced before stage {f0}: {sorted(before)}"
             )
         for v in self.inputs:
             if vals[v].glob not in ("x", "aux") or vals[v].smem_offset < 0:
                 raise SpecError(f"{n}: input {v} is neither X nor in the scratch, or has no slot")
+        for v in self.direct:
+            if vals[v].glob not in ("x", "aux") or vals[v].smem_offset >= 0:
+                raise SpecError(
+                    f"{n}: direct input {v} is neither X nor in the scratch, or has a slot"
+                )
         for s in sts:
             if s.dst not in reads and vals[s.dst].glob not in ("y", "aux"):
                 raise SpecError(f"{n}: value {s.dst} is produced here and neither read nor stored")
@@ -720,6 +733,20 @@ class ChainKernel(TileOps):
         return t[r, c]
 
     @cute.jit
+    def read(self, ctx, vid: cutlass.Constexpr, r, c):
+        """Value vid at (r, c) as fp32, for an element-by-element use (c < its width): from
+        its slot, or, for a segment kernel's direct input, from X or the scratch in global
+        memory (0 for a row past the rows)."""
+        mWh, mWf, mY, slots, base, row0, nrows, tid, ext = ctx
+        if cutlass.const_expr(self.p.values[vid].smem_offset >= 0 or not self.p.segment):
+            return self.load(slots[vid], self.f16(vid), r, c)
+        g = ext[2] if vid == 0 else ext[0][vid]
+        v = cutlass.Float32(0.0)
+        if r < nrows:
+            v = self.load(g, self.f16(vid), row0 + r, c)
+        return v
+
+    @cute.jit
     def put(self, ctx, t, val: cutlass.Constexpr, r, c, v):
         """Stores fp32 v as value `val` at (r, c): into its slot t at its dtype when
         c < padded_width (v is 0 for padding columns), or to Y in global memory when
@@ -797,7 +824,16 @@ class ChainKernel(TileOps):
                 nj1 = nn
             for m in cutlass.range_constexpr(s.mats):
                 self.stage(
-                    gws[m], rings[m][None, None, 0], 0, s.k, nj0 * nc, s.n - nj0 * nc, kc, nc, vw, tid
+                    gws[m],
+                    rings[m][None, None, 0],
+                    0,
+                    s.k,
+                    nj0 * nc,
+                    s.n - nj0 * nc,
+                    kc,
+                    nc,
+                    vw,
+                    tid,
                 )
             cute.arch.cp_async_commit_group()
             for nj in cutlass.range(nj0, nj1, unroll=1):
@@ -818,8 +854,9 @@ class ChainKernel(TileOps):
             self.matmul_all(ctx, s, tiled_mma, thr_mma, thr_a, thr_b, tCc, gws, rings, vw, src)
 
     @cute.jit
-    def matmul_all(self, ctx, s: cutlass.Constexpr, tiled_mma, thr_mma, thr_a, thr_b, tCc, gws,
-                   rings, vw, src):
+    def matmul_all(
+        self, ctx, s: cutlass.Constexpr, tiled_mma, thr_mma, thr_a, thr_b, tCc, gws, rings, vw, src
+    ):
         """Every n chunk of stage s (the whole chain's kernel, or an unsplit stage)."""
         mWh, mWf, mY, slots, base, row0, nrows, tid, ext = ctx
         p, tm = self.p, self.tm
@@ -967,9 +1004,9 @@ class ChainKernel(TileOps):
                         if cutlass.const_expr(op == "act"):
                             v = _act(arg, v)
                         elif cutlass.const_expr(op == "add"):
-                            v = v + self.load(slots[arg], self.f16(arg), r, c)
+                            v = v + self.read(ctx, arg, r, c)
                         else:
-                            v = v * self.load(slots[arg], self.f16(arg), r, c)
+                            v = v * self.read(ctx, arg, r, c)
                 else:
                     g = accs[0][i]
                     u = accs[1][i]
@@ -988,30 +1025,30 @@ class ChainKernel(TileOps):
         pw = dst.padded_width
         if cutlass.const_expr(self.p.split_after(s.dst - 1)):
             # a split kernel's stage after its matmul: the block's column slice only
-            ncs = self.p.slice_chunks * self.p.stages[self.p.split_stage - self.p.first_stage].n_chunk
+            ncs = (
+                self.p.slice_chunks * self.p.stages[self.p.split_stage - self.p.first_stage].n_chunk
+            )
             c0 = ext[1] * ncs
             for i in cutlass.range(tid, self.tm * ncs, self.threads):
                 r = i // ncs
                 c = c0 + (i - r * ncs)
-                self.put(ctx, slots[s.dst], dst, r, c, self.elementwise_value(slots, s, r, c))
+                self.put(ctx, slots[s.dst], dst, r, c, self.elementwise_value(ctx, s, r, c))
         else:
             for i in cutlass.range(tid, self.tm * pw, self.threads):
                 r = i // pw
                 c = i - r * pw
-                self.put(ctx, slots[s.dst], dst, r, c, self.elementwise_value(slots, s, r, c))
+                self.put(ctx, slots[s.dst], dst, r, c, self.elementwise_value(ctx, s, r, c))
         cute.arch.sync_threads()
 
     @cute.jit
-    def elementwise_value(self, slots, s: cutlass.Constexpr, r, c):
+    def elementwise_value(self, ctx, s: cutlass.Constexpr, r, c):
         """act / add at (r, c) in fp32; 0 in the padding columns."""
         v = cutlass.Float32(0.0)
         if c < self.p.values[s.dst].width:
             if cutlass.const_expr(s.op == "act"):
-                v = _act(s.fn, self.load(slots[s.src], self.f16(s.src), r, c))
+                v = _act(s.fn, self.read(ctx, s.src, r, c))
             else:
-                v = self.load(slots[s.a], self.f16(s.a), r, c) + self.load(
-                    slots[s.b_src], self.f16(s.b_src), r, c
-                )
+                v = self.read(ctx, s.a, r, c) + self.read(ctx, s.b_src, r, c)
         return v
 
     @cute.jit
@@ -1156,15 +1193,26 @@ class SegmentKernel(ChainKernel):
             for v in p.inputs:
                 val = p.values[v]
                 if cutlass.const_expr(v == 0):
-                    self.stage(mX, slots[0], row0, nrows, 0, p.in_width, tm, val.padded_width,
-                               self.vx, tid)
+                    self.stage(
+                        mX, slots[0], row0, nrows, 0, p.in_width, tm, val.padded_width, self.vx, tid
+                    )
                 else:
-                    self.stage(auxv[v], slots[v], row0, nrows, 0, val.padded_width, tm,
-                               val.padded_width, 16 // val.elem_bytes, tid)
+                    self.stage(
+                        auxv[v],
+                        slots[v],
+                        row0,
+                        nrows,
+                        0,
+                        val.padded_width,
+                        tm,
+                        val.padded_width,
+                        16 // val.elem_bytes,
+                        tid,
+                    )
             cute.arch.cp_async_commit_group()
             cute.arch.cp_async_wait_group(0)
             cute.arch.sync_threads()
-            ctx = (mWh, mWf, mY, slots, base, row0, nrows, tid, (auxv, sl))
+            ctx = (mWh, mWf, mY, slots, base, row0, nrows, tid, (auxv, sl, mX))
             for s in p.stages:
                 if cutlass.const_expr(s.op in ("linear", "gated")):
                     self.matmul_stage(ctx, s)

@@ -1,0 +1,266 @@
+"""The conventional schedule of a chain (`rowfuse compile --schedule conventional`), without a
+GPU: the planner's segments (one kernel per linear or gated stage with its epilogue, a norm
+that feeds a linear in that linear's kernel), the scratch between kernels, the column split,
+the generator's PTX for every kernel, and a numpy model of the kernels that follows
+plan.json alone: each kernel reads its inputs from X or the scratch at the recorded columns
+and dtypes, runs its stages in fp32 storing each value at its dtype, and writes what later
+kernels read back into the scratch. The model's Y must lie within the chain reference's
+per-element bound, and must fail it when one value a later kernel reads is not stored (the
+scratch keeps its NaN fill) or is stored at the wrong columns. Needs the rowfuse binary
+(RF_BIN), librowfuse (ROWFUSE_LIB), torch + onnx and the CuTe DSL (the generator)."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+
+pytest.importorskip("torch")
+pytest.importorskip("onnx")
+
+from cli_util import rowfuse  # noqa: E402
+from rowfuse import blocks  # noqa: E402
+from rowfuse.export import export  # noqa: E402
+from test_chain_suite import reference  # noqa: E402
+
+F32 = np.float32
+
+# kind -> the stage ops of each kernel, in launch order
+SEGMENTS = {
+    "gpt2_ffn": [["norm", "linear"], ["linear"]],
+    "bert_ffn": [["linear"], ["linear", "norm"]],
+    "llama_ffn": [["norm", "gated"], ["linear"]],
+    "tcnn_mlp": [["linear"], ["linear"], ["linear"], ["linear"]],
+    "stacked": [["linear"], ["linear"], ["linear"], ["linear"]],
+    "classifier_probs": [["norm", "linear"], ["linear", "norm"]],
+}
+
+
+def _act(name: str, z):
+    """fp32 activations of the kernel model (the kinds above use these)."""
+    if name == "relu":
+        return np.maximum(z, F32(0))
+    if name == "gelu_erf":
+        erf = np.vectorize(math.erf, otypes=[np.float64])
+        return (F32(0.5) * z * (F32(1) + erf(z / math.sqrt(2.0)).astype(F32))).astype(F32)
+    if name == "gelu_tanh":
+        u = F32(math.sqrt(2.0 / math.pi)) * (z + F32(0.044715) * z * z * z)
+        return F32(0.5) * z * (F32(1) + np.tanh(u))
+    if name == "silu":
+        return z / (F32(1) + np.exp(-z))
+    if name == "identity":
+        return z
+    raise AssertionError(f"the kernel model has no {name}")
+
+
+def _store(v, dtype):
+    return v.astype(np.float16).astype(F32) if dtype == "f16" else v.astype(F32)
+
+
+class Model:
+    """The conventional schedule's kernels as plan.json describes them (module docstring)."""
+
+    def __init__(self, pkg):
+        self.plan = json.loads((pkg / "plan.json").read_text())
+        ch = self.plan["chain"]
+        raw = np.fromfile(pkg / "weights.bin", dtype=np.uint8)
+        self.wh = raw[ch["wh_offset"] : ch["wh_offset"] + 2 * ch["wh_elems"]].view(np.float16)
+        self.wf = raw[ch["wf_offset"] : ch["wf_offset"] + 4 * ch["wf_elems"]].view(np.float32)
+        self.aux_row = ch.get("aux_row", 0)
+
+    def run(self, x16, skip_store=None, shift_col=None):
+        rows = x16.shape[0]
+        aux = np.full((rows, max(self.aux_row, 8)), np.nan, dtype=np.float16)
+        y = None
+        for k in self.plan["kernels"]:
+            vals = {v["id"]: v for v in k["values"]}
+            env = {}
+            for i in k["segment"]["inputs"] + k["segment"]["direct"]:
+                v = vals[i]
+                if i == 0:
+                    env[0] = x16.astype(F32)
+                else:
+                    env[i] = self._aux_read(aux, v)
+            for s in k["stages"]:
+                d = vals[s["dst"]]
+                out = self._stage(s, env, d)
+                env[s["dst"]] = _store(out, d["dtype"])
+                if d["global"] == "aux" and (s["dst"], k["name"]) != skip_store:
+                    col = d["aux_col"] + (8 if s["dst"] == shift_col else 0)
+                    self._aux_write(aux, dict(d, aux_col=col), env[s["dst"]])
+                if d["global"] == "y":
+                    y = env[s["dst"]]
+        return y
+
+    @staticmethod
+    def _cols(v):
+        per = 1 if v["dtype"] == "f16" else 2
+        return v["aux_col"], v["aux_col"] + v["width"] * per
+
+    def _aux_read(self, aux, v):
+        a, b = self._cols(v)
+        block = np.ascontiguousarray(aux[:, a:b])
+        return block.astype(F32) if v["dtype"] == "f16" else block.view(np.float32).copy()
+
+    def _aux_write(self, aux, v, val):
+        a, b = self._cols(v)
+        b = min(b, aux.shape[1])  # (a shifted store may run past the row: cut there)
+        if v["dtype"] == "f16":
+            aux[:, a:b] = val[:, : b - a].astype(np.float16)
+        else:
+            aux[:, a:b] = np.ascontiguousarray(val[:, : (b - a) // 2].astype(F32)).view(np.float16)
+
+    def _w(self, off, k, n):
+        return self.wh[off : off + k * n].reshape(k, n).astype(F32)
+
+    def _b(self, off, n):
+        return self.wf[off : off + n] if off >= 0 else F32(0)
+
+    def _stage(self, s, env, d):
+        op = s["op"]
+        if op == "linear":
+            z = env[s["src"]] @ self._w(s["w"], s["k"], s["n"]) + self._b(s["b"], s["n"])
+            for e in s["epilogue"]:
+                if e["op"] == "act":
+                    z = _act(e["fn"], z)
+                elif e["op"] == "add":
+                    z = z + env[e["src"]]
+                else:
+                    z = z * env[e["src"]]
+            return z
+        if op == "gated":
+            g = env[s["src"]] @ self._w(s["wg"], s["k"], s["n"]) + self._b(s["bg"], s["n"])
+            u = env[s["src"]] @ self._w(s["wu"], s["k"], s["n"]) + self._b(s["bu"], s["n"])
+            return _act(s["fn"], g) * u
+        if op == "act":
+            return _act(s["fn"], env[s["src"]])
+        if op == "add":
+            return env[s["a"]] + env[s["b"]]
+        assert op == "norm"
+        x = env[s["src"]]
+        w = d["width"]
+        if s["kind"] == "softmax":
+            e = np.exp(x - x.max(axis=1, keepdims=True))
+            return e / e.sum(axis=1, keepdims=True)
+        if s["kind"] == "layernorm":
+            m = x.mean(axis=1, keepdims=True, dtype=F32)
+            xc = x - m
+        else:
+            xc = x
+        var = (xc * xc).mean(axis=1, keepdims=True, dtype=F32)
+        z = xc / np.sqrt(var + F32(s["eps"]))
+        if s.get("gamma", -1) >= 0:
+            z = z * self.wf[s["gamma"] : s["gamma"] + w]
+        if s.get("beta", -1) >= 0:
+            z = z + self.wf[s["beta"] : s["beta"] + w]
+        return z
+
+
+def _worst(y, ref, bound) -> float:
+    """The largest |y - ref| / bound (an error where the bound is 0 counts as infinite)."""
+    err = np.abs(y.astype(np.float64) - ref)
+    return float(
+        np.max(
+            np.where(bound > 0, err / np.where(bound > 0, bound, 1), np.where(err > 0, np.inf, 0))
+        )
+    )
+
+
+def _compile(kind, tmp, rows):
+    module, ex = blocks.make(kind, small=True, rows=rows)
+    model = export(module, ex, rows, str(tmp / f"{kind}.onnx"))
+    out = tmp / "pkg"
+    p = rowfuse("compile", model, "--rows", rows, "--schedule", "conventional", "-o", out)
+    assert p.returncode == 0, p.stdout + p.stderr
+    return model, out
+
+
+@pytest.mark.parametrize("kind", sorted(SEGMENTS))
+def test_conventional_schedule(kind, tmp_path):
+    pytest.importorskip("cutlass")
+    rows = 100
+    model, pkg = _compile(kind, tmp_path, rows)
+    plan = json.loads((pkg / "plan.json").read_text())
+    facts = {k["name"]: k for k in json.loads((pkg / "kernels.json").read_text())["kernels"]}
+    ks = plan["kernels"]
+    assert plan["schedule"] == "conventional"
+    # the segments: contiguous stage ranges covering the chain, one matmul each
+    assert [[s["op"] for s in k["stages"]] for k in ks] == SEGMENTS[kind]
+    firsts = [k["segment"]["first_stage"] for k in ks]
+    assert firsts[0] == 0 and firsts == sorted(firsts)
+    chain_stages = plan["chain"]["stages"]
+    assert [s for k in ks for s in k["stages"]] == chain_stages
+    for i, k in enumerate(ks):
+        seg = k["segment"]
+        assert seg["index"] == i and seg["count"] == len(ks)
+        assert seg["aux_row"] == plan["chain"].get("aux_row", 0)
+        f = facts[k["name"]]
+        assert f["ptx_mma"] > 0 and f.get("sass_local", 0) == 0, f
+        assert k["blocks_per_sm"] >= 1 and k["local_ops"] == 0
+        # a split covers the matmul's n chunks; a norm after the matmul keeps whole rows
+        if seg["split_stage"] >= 0:
+            mm = chain_stages[seg["split_stage"]]
+            assert seg["slices"] * seg["slice_chunks"] >= mm["n_pad"] // mm["n_chunk"]
+            after = [
+                s["op"] for s in chain_stages[seg["split_stage"] + 1 : firsts[i] + len(k["stages"])]
+            ]
+            assert set(after) <= {"act", "add"}
+        else:
+            assert seg["slices"] == 1
+    # the scratch columns of the values between kernels never overlap
+    spans = sorted(Model._cols(v) for v in ks[0]["values"] if v["global"] == "aux")
+    assert all(a[1] <= b[0] for a, b in zip(spans, spans[1:], strict=False))
+    table = (pkg / "rf_pkg_table.h").read_text()
+    assert "RF_PKG_SEG_KERNELS(X) " + " ".join(f"X({k['name']})" for k in ks) in table
+    # the kernel model of the plan against the chain's mixed reference and its bound
+    rng = np.random.default_rng(11)
+    x16 = rng.standard_normal((rows, plan["chain"]["in_width"])).astype(np.float16)
+    ref, bound = reference(model, x16, mixed=True)
+    m = Model(pkg)
+    y = m.run(x16)
+    assert np.isfinite(y).all() and _worst(y, ref, bound) <= 1.0, _worst(y, ref, bound)
+    # planted: a value a later kernel reads is not stored, or stored 8 columns off
+    handed = [(v["id"], k["name"]) for k in ks for v in k["values"] if v["global"] == "aux"]
+    produced = {s["dst"]: k["name"] for k in ks for s in k["stages"]}
+    for vid, _ in handed[:1]:
+        bad = m.run(x16, skip_store=(vid, produced[vid]))
+        assert not np.isfinite(bad).all() or _worst(bad, ref, bound) > 1.0
+        shifted = m.run(x16, shift_col=vid)
+        assert not np.isfinite(shifted).all() or _worst(shifted, ref, bound) > 1.0
+
+
+def test_auto_takes_conventional_where_chain_mma_does_not_fit(tmp_path):
+    """The LLaMA-width FFN at 1,000 rows: no block holds a row tile's 5,632-wide hidden
+    beside X, and the streaming kernel would stream all weights again per row tile."""
+    pytest.importorskip("cutlass")
+    module, ex = blocks.make("llama_ffn", small=False, rows=16)
+    model = export(module, ex, 16, str(tmp_path / "llama.onnx"))
+    out = tmp_path / "pkg"
+    p = rowfuse("compile", model, "--rows", 1000, "-o", out)
+    assert p.returncode == 0, p.stdout + p.stderr
+    plan = json.loads((out / "plan.json").read_text())
+    assert plan["schedule"] == "conventional", plan["schedule_reason"]
+    assert "does not fit" in plan["schedule_reason"]
+    assert [[s["op"] for s in k["stages"]] for k in plan["kernels"]] == SEGMENTS["llama_ffn"]
+    # at 4 rows the streaming kernel stays the choice
+    p = rowfuse("compile", model, "--rows", 4, "-o", tmp_path / "pkg4")
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert json.loads((tmp_path / "pkg4" / "plan.json").read_text())["schedule"] == "chain_stream"
+
+
+def test_conventional_refuses_planted_faults(tmp_path):
+    module, ex = blocks.make("gpt2_ffn", small=True, rows=8)
+    model = export(module, ex, 8, str(tmp_path / "g.onnx"))
+    p = rowfuse(
+        "compile",
+        model,
+        "--schedule",
+        "conventional",
+        "--plant-fault",
+        "stream-no-fence",
+        "-o",
+        tmp_path / "pkg",
+    )
+    assert p.returncode != 0 and "conventional" in p.stderr
