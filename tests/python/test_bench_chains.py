@@ -76,6 +76,7 @@ def test_summary_and_table_of_a_cell():
         "variants": [
             {"name": "empty", "span_median_us": 1.0},
             {"name": "rowfuse", "span_median_us": 6.0},
+            {"name": "rowfuse-conv", "span_median_us": 9.0},
             {"name": "torch-eager", "span_median_us": 20.0},
             {"name": "torch-compile", "span_median_us": 12.0},
         ],
@@ -83,15 +84,15 @@ def test_summary_and_table_of_a_cell():
     s = chains.summarize_cell(cell)
     assert s == {
         "fastest": "rowfuse",
-        "best_peer": "torch-compile",
-        "ratio_to_best_peer": 0.5,
+        "best_peer": "rowfuse-conv",
+        "ratio_to_best_peer": 6.0 / 9.0,
         "ratio_to_compile": 0.5,
     }
     cell["summary"] = s
     failed = dict(cell, rows=64, variants=[{"name": "rowfuse", "error": "x"}], summary={})
     t = chains.table({"cells": [cell, failed]}).splitlines()
-    assert t[2] == "| gpt2_ffn | 7 | 1.00 | 6.00 | 20.00 | 12.00 | 0.50 | rowfuse |"
-    assert t[3] == "| gpt2_ffn | 64 | - | FAILED | - | - | - | - |"
+    assert t[2] == "| gpt2_ffn | 7 | 1.00 | 6.00 | 9.00 | 20.00 | 12.00 | 0.67 | rowfuse |"
+    assert t[3] == "| gpt2_ffn | 64 | - | FAILED | - | - | - | - | - |"
     assert chains.failures({"cells": [failed]}) == ["gpt2_ffn x 64 rowfuse: x"]
 
 

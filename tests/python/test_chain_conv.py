@@ -264,3 +264,45 @@ def test_conventional_refuses_planted_faults(tmp_path):
         tmp_path / "pkg",
     )
     assert p.returncode != 0 and "conventional" in p.stderr
+
+
+def _load_error(pkg) -> str:
+    """rf_chain_pkg_load's message for the package ('' when it loads: a GPU is there)."""
+    import ctypes
+
+    from rowfuse import torch as rtorch
+
+    lib = rtorch._lib()
+    h = ctypes.c_void_p()
+    st = lib.rf_chain_pkg_load(lib.rf_allocator_system(), str(pkg).encode(), ctypes.byref(h))
+    if not st:
+        lib.rf_chain_pkg_destroy(h)
+        return ""
+    msg = lib.rf_status_message(st).decode(errors="replace")
+    lib.rf_status_free(st)
+    return msg
+
+
+def test_runtime_reads_the_kernels_in_order(tmp_path):
+    """The runtime reads every kernel of the plan and checks each against the library's
+    names before it needs a device; kernels out of launch order or a renamed one are refused
+    naming the field."""
+    pytest.importorskip("cutlass")
+    _, pkg = _compile("gpt2_ffn", tmp_path, 8)
+    ok = _load_error(pkg)
+    assert ok == "" or "device" in ok.lower() or "cuda" in ok.lower(), ok
+    plan_path = pkg / "plan.json"
+    good = plan_path.read_text()
+    plan = json.loads(good)
+    plan["kernels"] = plan["kernels"][::-1]
+    plan_path.write_text(json.dumps(plan))
+    assert "launch order" in _load_error(pkg)
+    plan = json.loads(good)
+    plan["kernels"][1]["name"] += "x"
+    plan_path.write_text(json.dumps(plan))
+    msg = _load_error(pkg)
+    assert "kernel 1 of library" in msg and "plan.json says" in msg, msg
+    plan = json.loads(good)
+    plan["kernels"][1]["segment"]["count"] = 3
+    plan_path.write_text(json.dumps(plan))
+    assert "count" in _load_error(pkg)

@@ -2,15 +2,19 @@
 
     python -m rowfuse.bench.chains --packages DIR [--kinds K,...] [--rows 1,7,...] -o out.json
 
-For every kind and row count: rowfuse's chain package DIR/KIND-ROWS (compiled ahead of time
-from `python -m rowfuse.export rowfuse.blocks:KIND --rows ROWS`; loaded through
+For every kind and row count: rowfuse's chain package DIR/KIND-ROWS (compiled ahead of
+time from `python -m rowfuse.export rowfuse.blocks:KIND --rows ROWS`; loaded through
 rowfuse.torch.compile_block(package=...), which checks its weights against the module),
-PyTorch eager on the fp16 module as users run it, torch.compile of the same fp16 module
-(mode max-autotune-no-cudagraphs, fullgraph, static shapes: its autotuner picks the GEMM
-configurations for the shape; the CUDA graph is ours) and the empty-kernel floor. Every
-variant is captured in a CUDA graph and timed with the method of docs/benchmarking.md:
-interleaved observations in a seeded shuffled order, each one GPU span from CUPTI's kernel
-records (first kernel start to last kernel end), medians reported.
+the same block's conventional schedule DIR/KIND-ROWS-conv when it is there (`--schedule
+conventional`: one kernel per linear, the values between kernels in global memory; variant
+rowfuse-conv, counted among the peers; left out where the plan's own choice is already the
+conventional schedule), PyTorch eager on the fp16 module as users run it, torch.compile of
+the same fp16 module (mode max-autotune-no-cudagraphs, fullgraph, static shapes: its
+autotuner picks the GEMM configurations for the shape; the CUDA graph is ours) and the
+empty-kernel floor. Every variant is captured in a CUDA graph and timed with the method of
+docs/benchmarking.md: interleaved observations in a seeded shuffled order, each one GPU
+span from CUPTI's kernel records (first kernel start to last kernel end), medians
+reported.
 
 Weights: a package's weights.bin can be written from the module on the machine that runs
 the benchmark (`weight_map` records, where the package was compiled, which module
@@ -61,8 +65,16 @@ B_KEYS = ("b", "bg", "bu")  # fp32 [n] = nn.Linear.bias, in wf
 NORM_KEYS = ("gamma", "beta")  # fp32 [width of the norm's input], in wf
 
 
-def package_name(kind: str, rows: int) -> str:
-    return f"{kind}-{rows}"
+def package_name(kind: str, rows: int, conventional: bool = False) -> str:
+    """KIND-ROWS: the package of the plan's own choice; KIND-ROWS-conv: the same block
+    compiled with --schedule conventional (one kernel per linear), the variant
+    rowfuse-conv."""
+    return f"{kind}-{rows}" + ("-conv" if conventional else "")
+
+
+def kind_of(name: str) -> str:
+    """The kind of a package_name."""
+    return name.removesuffix("-conv").rsplit("-", 1)[0]
 
 
 def cells(kinds, rows) -> list[tuple[str, int]]:
@@ -82,7 +94,7 @@ def write_all_weights(packages: str, weights_map: str) -> list[str]:
     wmaps = json.load(open(weights_map))
     modules = {}  # one module per kind (its packages differ in rows only)
     for name, wm in wmaps.items():
-        kind = name.rsplit("-", 1)[0]
+        kind = kind_of(name)
         if kind not in modules:
             modules[kind] = blocks.make(kind)[0]
         pkg = os.path.join(packages, name)
@@ -266,6 +278,17 @@ def bench_cell(kind: str, rows: int, package: str, args, seed: int) -> dict:
     variants = [harness.Variant("empty", "floor (an empty kernel)", triton_fused.empty, None)]
     block = rtorch.compile_block(module, rows=rows, package=package)
     variants.append(harness.Variant("rowfuse", f"rowfuse {cell['kernel']}", _Out(block, x16), 1))
+    # the conventional schedule beside the plan's choice (unless that is the conventional)
+    conv = package.rstrip("/") + "-conv"
+    conv_block = None
+    if cell["schedule"] != "conventional" and os.path.isfile(os.path.join(conv, "plan.json")):
+        conv_plan = json.load(open(os.path.join(conv, "plan.json")))
+        if args.weights_map:
+            wm = json.load(open(args.weights_map))[package_name(kind, rows, True)]
+            write_weights(module, conv, wm["map"], conv_plan["chain"], wm["size"])
+        conv_block = rtorch.compile_block(module, rows=rows, package=conv)
+        label = f"rowfuse conventional ({len(conv_plan['kernels'])} kernels)"
+        variants.append(harness.Variant("rowfuse-conv", label, _Out(conv_block, x16), 1))
     variants.append(harness.Variant("torch-eager", "PyTorch eager, fp16", _Out(module16, x16), 1))
     if args.compile:
         try:
@@ -320,7 +343,7 @@ def bench_cell(kind: str, rows: int, package: str, args, seed: int) -> dict:
                 else f"FAILED: {r.get('error', '?')}"
             )
         )
-    del block, variants, ready
+    del block, conv_block, variants, ready
     torch.cuda.synchronize()
     return cell
 
@@ -344,7 +367,7 @@ def summarize_cell(cell: dict) -> dict:
 
 def table(doc: dict) -> str:
     """Markdown: per kind and rows, the spans (us) and rowfuse's ratio to the best peer."""
-    names = ["empty", "rowfuse", "torch-eager", "torch-compile"]
+    names = ["empty", "rowfuse", "rowfuse-conv", "torch-eager", "torch-compile"]
     lines = [
         "| kind | rows | " + " | ".join(names) + " | rowfuse / best peer | fastest |",
         "|---|---|" + "---|" * len(names) + "---|---|",

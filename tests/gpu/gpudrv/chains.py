@@ -3,15 +3,18 @@ at 1, 7, 64, 1,000 and 16,384 rows, the FFNs also at 4 and 16 (rowfuse.bench.cha
 
 Here: each kind exported once (`python -m rowfuse.export rowfuse.blocks:KIND`), compiled
 at every row count (`rowfuse compile KIND.onnx --rows R`: the plan's tile and schedule
-depend on the rows), and each package's weight map (rowfuse.bench.chains.prepare_weights:
-which module parameter every slice of weights.bin holds, checked by rebuilding the file
-byte for byte), so no weights.bin is carried. There: every weights.bin written from the
-modules, once; the weight-streaming packages through `rowfuse bench --c` with warm and cold L2
-(stream.json); then `python -m rowfuse.bench.chains`, in one process, under
-CHAINS_TIMEOUT seconds (default 540; it starts no new cell in its last 90 s and keeps what
-it finished). CHAINS_KINDS and CHAINS_ROWS narrow the set (comma-separated);
-CHAINS_STREAM=0 skips the C host's streaming figures, CHAINS_SUITE=0 the Python suite (so
-that each can run in a command of its own where commands are time-limited).
+depend on the rows), and again with `--schedule conventional` (KIND-R-conv, the suite's
+rowfuse-conv: one kernel per linear), and each package's weight map
+(rowfuse.bench.chains.prepare_weights: which module parameter every slice of weights.bin
+holds, checked by rebuilding the file byte for byte), so no weights.bin is carried. There:
+every weights.bin written from the modules, once; the weight-streaming packages through
+`rowfuse bench --c` with warm and cold L2 (stream.json); then `python -m
+rowfuse.bench.chains`, in one process, under CHAINS_TIMEOUT seconds (default 540; it
+starts no new cell in its last 90 s and keeps what it finished). CHAINS_KINDS and
+CHAINS_ROWS narrow the set (comma-separated); CHAINS_CHECK=0 skips `rowfuse check` of
+every package at its rows (up to CHAINS_CHECK_MAX_ROWS, default 1,000), CHAINS_STREAM=0
+the C host's streaming figures, CHAINS_SUITE=0 the Python suite (so that each can run in a
+command of its own where commands are time-limited).
 """
 
 from __future__ import annotations
@@ -55,14 +58,22 @@ def prepare(jobs: int, stamp: str) -> dict:
             (chains.package_name(k, r), [model, "--rows", str(r)], False)
             for _, r in chains.cells([k], rows)
         ]
+        # the conventional schedule of the same block (the suite's rowfuse-conv)
+        specs += [
+            (
+                chains.package_name(k, r, True),
+                [model, "--rows", str(r), "--schedule", "conventional"],
+                False,
+            )
+            for _, r in chains.cells([k], rows)
+        ]
     recs = c.compile_many(specs, jobs, stamp)
     bad = [r for r in recs.values() if r["status"] != "ok"]
     if bad:
         raise c.Failed(f"chains: {bad[0]['name']} did not compile: {bad[0]['detail']}")
     wmaps = {}
     for name, rec in recs.items():
-        kind = name.rsplit("-", 1)[0]
-        wmaps[name] = chains.prepare_weights(kind, str(c.CACHE / rec["cache"]))
+        wmaps[name] = chains.prepare_weights(chains.kind_of(name), str(c.CACHE / rec["cache"]))
     c.write_json(c.PKGS / "chains-weights.json", wmaps)
     secs = {n: r["seconds"] for n, r in recs.items()}
     return {"kinds": kinds, "rows": rows, "packages": recs, "compile_seconds": secs}
@@ -91,6 +102,8 @@ def run(r: c.Run) -> None:
         "weights.log",
         600,
     )
+    if ok and os.environ.get("CHAINS_CHECK", "1") != "0":
+        _checks(r, d, m)
     if ok and os.environ.get("CHAINS_STREAM", "1") != "0":
         _stream_figures(r, d, m)
     if os.environ.get("CHAINS_SUITE", "1") == "0":
@@ -128,6 +141,34 @@ def run(r: c.Run) -> None:
         r.subs["chains"] = {"table": "\n".join(lines)}
 
 
+def _checks(r: c.Run, d, m) -> None:
+    """`rowfuse check` of every package at its rows (up to CHAINS_CHECK_MAX_ROWS, default
+    1,000: the fp64 reference runs on the CPU), 3 bit-identical replays, one process each,
+    several at once: the plan's choice and the conventional schedule alike (checks.json)."""
+    limit = int(os.environ.get("CHAINS_CHECK_MAX_ROWS", "1000"))
+    jobs = []
+    for name in sorted(m["packages"]):
+        n = int(name.removesuffix("-conv").rsplit("-", 1)[1])
+        if n > limit:
+            continue
+        js = d / f"check_{name}.json"
+        cmd = [r.rowfuse(), "check", c.PKGS / name, "--shapes", str(n), "--replays", "3"]
+        jobs.append((name, n, cmd + ["--json", js], js))
+
+    def one(job):
+        name, n, cmd, js = job
+        rc, _, secs, to = c.sh(cmd, log=d / f"check_{name}.log", timeout=600, env=r.env)
+        return name, n, rc, secs, to, c.read_json(js) or {}
+
+    rows = []
+    for name, n, rc, secs, to, doc in c.pool_map(one, jobs, 8):
+        why = "timed out" if to else f"exit {rc}"
+        r.step("chains", f"check {name}", rc == 0 and not to, secs, "" if rc == 0 else why)
+        rows.append({"package": name, "rows": n, "rc": rc, "result": doc})
+    c.write_json(d / "checks.json", {"max_rows": limit, "checks": rows})
+    r.primary.append(d / "checks.json")
+
+
 def _stream_figures(r: c.Run, d, m) -> None:
     """The weight-streaming packages (kernel stream_*) planned for at most 64 rows (the
     decode regime) through the C host at those rows, warm and cold L2 (`--cold-l2`: the L2
@@ -137,8 +178,10 @@ def _stream_figures(r: c.Run, d, m) -> None:
     for name in sorted(m["packages"]):
         plan = c.read_json(c.PKGS / name / "plan.json") or {}
         kernel = (plan.get("kernels") or [{}])[0].get("name", "")
+        if not kernel.startswith("stream_"):
+            continue
         n = name.rsplit("-", 1)[1]
-        if not kernel.startswith("stream_") or int(n) > 64:
+        if int(n) > 64:
             continue
         for mode in ("warm", "cold"):
             js = d / f"stream_{name}_{mode}.json"
