@@ -91,8 +91,8 @@ def test_summary_and_table_of_a_cell():
     cell["summary"] = s
     failed = dict(cell, rows=64, variants=[{"name": "rowfuse", "error": "x"}], summary={})
     t = chains.table({"cells": [cell, failed]}).splitlines()
-    assert t[2] == "| gpt2_ffn | 7 | 1.00 | 6.00 | 9.00 | 20.00 | 12.00 | 0.67 | rowfuse |"
-    assert t[3] == "| gpt2_ffn | 64 | - | FAILED | - | - | - | - | - |"
+    assert t[2] == "| gpt2_ffn | 7 | 1.00 | 6.00 | 9.00 | - | 20.00 | 12.00 | 0.67 | rowfuse |"
+    assert t[3] == "| gpt2_ffn | 64 | - | FAILED | - | - | - | - | - | - |"
     assert chains.failures({"cells": [failed]}) == ["gpt2_ffn x 64 rowfuse: x"]
 
 

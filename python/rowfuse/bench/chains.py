@@ -8,7 +8,9 @@ rowfuse.torch.compile_block(package=...), which checks its weights against the m
 the same block's conventional schedule DIR/KIND-ROWS-conv when it is there (`--schedule
 conventional`: one kernel per linear, the values between kernels in global memory; variant
 rowfuse-conv, counted among the peers; left out where the plan's own choice is already the
-conventional schedule), PyTorch eager on the fp16 module as users run it, torch.compile of
+conventional schedule), cuBLASLt's GEMMs with their bias and bias+activation epilogues and
+PyTorch ops between them on the package's weights (rowfuse.bench.lt_chain, variant
+cublaslt), PyTorch eager on the fp16 module as users run it, torch.compile of
 the same fp16 module (mode max-autotune-no-cudagraphs, fullgraph, static shapes: its
 autotuner picks the GEMM configurations for the shape; the CUDA graph is ours) and the
 empty-kernel floor. Every variant is captured in a CUDA graph and timed with the method of
@@ -255,7 +257,7 @@ def bench_cell(kind: str, rows: int, package: str, args, seed: int) -> dict:
 
     from rowfuse import blocks
     from rowfuse import torch as rtorch
-    from rowfuse.bench import harness, report, triton_fused
+    from rowfuse.bench import harness, lt_chain, report, triton_fused
 
     tag = f"{kind} x {rows}"
     module, _ = blocks.make(kind)
@@ -290,6 +292,9 @@ def bench_cell(kind: str, rows: int, package: str, args, seed: int) -> dict:
         label = f"rowfuse conventional ({len(conv_plan['kernels'])} kernels)"
         variants.append(harness.Variant("rowfuse-conv", label, _Out(conv_block, x16), 1))
     variants.append(harness.Variant("torch-eager", "PyTorch eager, fp16", _Out(module16, x16), 1))
+    # cuBLASLt's GEMMs with the epilogues it has, from the package's own weights
+    lt = lt_chain.LtChain(package, device="cuda")
+    variants.append(harness.Variant("cublaslt", lt_chain.describe(lt), _Out(lt, x16), 1))
     if args.compile:
         try:
             f, secs = _compile(module16, x16, args.compile_mode)
@@ -343,7 +348,7 @@ def bench_cell(kind: str, rows: int, package: str, args, seed: int) -> dict:
                 else f"FAILED: {r.get('error', '?')}"
             )
         )
-    del block, conv_block, variants, ready
+    del block, conv_block, lt, variants, ready
     torch.cuda.synchronize()
     return cell
 
@@ -367,7 +372,7 @@ def summarize_cell(cell: dict) -> dict:
 
 def table(doc: dict) -> str:
     """Markdown: per kind and rows, the spans (us) and rowfuse's ratio to the best peer."""
-    names = ["empty", "rowfuse", "rowfuse-conv", "torch-eager", "torch-compile"]
+    names = ["empty", "rowfuse", "rowfuse-conv", "cublaslt", "torch-eager", "torch-compile"]
     lines = [
         "| kind | rows | " + " | ".join(names) + " | rowfuse / best peer | fastest |",
         "|---|---|" + "---|" * len(names) + "---|---|",
