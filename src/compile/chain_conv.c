@@ -32,12 +32,21 @@ void rf_chain_conv_plan_free(rf_chain_conv_plan_t *cp) {
     cp->n_segs = 0;
 }
 
-/* The segments' first stages (module comment); returns their count. */
-static int cut(const rf_chain_t *c, int *starts) {
+/* The segments' first stages (module comment); returns their count (-1: too many). With
+ * `few` rows (fewer 16-row tiles than SMs) a norm after a segment's matmul starts a kernel of
+ * its own, so that the matmul's columns can be split over blocks. */
+static int cut(const rf_chain_t *c, int few, int *starts) {
     int n = 0, has_mm = 0;
     starts[n++] = 0;
     for (int s = 0; s < c->n_stages; s++) {
         const rf_chain_stage_t *st = &c->stages[s];
+        if (st->op == RF_CHAIN_NORM && has_mm && few) {
+            if (n == RF_CHAIN_CONV_MAX_SEGS)
+                return -1;
+            starts[n++] = s;
+            has_mm = 0;
+            continue;
+        }
         if (!is_mm(st))
             continue;
         if (has_mm) {
@@ -103,7 +112,7 @@ rf_status_t rf_chain_conv_plan_make(const rf_chain_t *c, int64_t rows, const rf_
     RF_RETURN_IF_ERROR(rf_chain_plan_make(c, rows, &unbounded, 16, whole),
                        "placing the weights of the conventional schedule");
     whole->target = *t;
-    int n = cut(c, starts);
+    int n = cut(c, (rows + 15) / 16 < t->sm_count, starts);
     if (n < 0)
         return RF_ERR(RF_CODE_UNSUPPORTED,
                       "the chain has more than %d linear stages: the conventional schedule "

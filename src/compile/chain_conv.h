@@ -8,7 +8,9 @@
  * stage that follows another one in the same segment; a norm whose output is that stage's
  * input goes with it (computed in the kernel's prologue, from whole input rows). Stages
  * before the first matmul join the first segment; act, add and norm stages after a matmul
- * stay with it (its epilogue side).
+ * stay with it (its epilogue side), except that at few rows (fewer 16-row tiles than SMs) a
+ * norm after a matmul starts a kernel of its own, so that the matmul's columns can be split
+ * over blocks (a norm needs whole rows).
  *
  * Values between kernels: X stays in the caller's X and Y goes to the caller's Y; every other
  * value produced in one segment and read in a later one lives in a scratch buffer, "aux":
