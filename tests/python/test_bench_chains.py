@@ -111,3 +111,22 @@ def test_the_package_check_knows_a_folded_layerscale(package):
         module.gamma.mul_(1.5)
     with pytest.raises(ValueError, match="compiled from other weights"):
         rt._check_chain_weights(module, str(pkg), ch)
+
+
+def test_the_fastest_of_the_compiles_is_kept():
+    vs = [
+        {"name": "rowfuse", "span_median_us": 5.0},
+        {"name": "torch-compile", "span_median_us": 12.0, "compile_s": 30.0},
+        {"name": "torch-compile#2", "span_median_us": 10.0, "compile_s": 31.0},
+    ]
+    out = chains.keep_best_compile(vs)
+    assert [v["name"] for v in out] == ["rowfuse", "torch-compile"]
+    assert out[1]["span_median_us"] == 10.0 and out[1]["compile_s"] == 31.0
+    assert [c["span_median_us"] for c in out[1]["compiles"]] == [12.0, 10.0]
+    # a failed compile is never kept over one that ran, and is still recorded
+    vs[2] = {"name": "torch-compile#2", "span_median_us": None, "error": "compile failed"}
+    out = chains.keep_best_compile(vs)
+    assert out[1]["span_median_us"] == 12.0 and "error" not in out[1]
+    assert out[1]["compiles"][1]["error"] == "compile failed"
+    # one compile: unchanged
+    assert chains.keep_best_compile(vs[:2]) == vs[:2]

@@ -295,16 +295,16 @@ def bench_cell(kind: str, rows: int, package: str, args, seed: int) -> dict:
     # cuBLASLt's GEMMs with the epilogues it has, from the package's own weights
     lt = lt_chain.LtChain(package, device="cuda")
     variants.append(harness.Variant("cublaslt", lt_chain.describe(lt), _Out(lt, x16), 1))
-    if args.compile:
+    for i in range(args.compiles if args.compile else 0):
+        # each compile fresh (its own autotuning); the fastest is kept (keep_best_compile)
+        name = "torch-compile" + (f"#{i + 1}" if i else "")
         try:
             f, secs = _compile(module16, x16, args.compile_mode)
-            v = harness.Variant(
-                "torch-compile", f"torch.compile {args.compile_mode}", _Out(f, x16), 1
-            )
+            v = harness.Variant(name, f"torch.compile {args.compile_mode}", _Out(f, x16), 1)
             v.result["compile_s"] = round(secs, 1)
             variants.append(v)
         except Exception as e:  # reported, not raised: the other variants still run
-            v = harness.Variant("torch-compile", "torch.compile", None, None)
+            v = harness.Variant(name, "torch.compile", None, None)
             v.result["error"] = f"compile failed: {str(e).splitlines()[0][:300]}"
             variants.append(v)
     ready = []
@@ -340,8 +340,10 @@ def bench_cell(kind: str, rows: int, package: str, args, seed: int) -> dict:
         r = dict(v.result)
         r["span_median_us"] = report.span_median(r)
         cell["variants"].append(r)
+    cell["variants"] = keep_best_compile(cell["variants"])
+    for r in cell["variants"]:
         harness.progress(
-            f"{tag}: {v.name}: "
+            f"{tag}: {r['name']}: "
             + (
                 f"{r['span_median_us']:.2f} us, rel. L2 {r.get('rel_l2', 0):.2e}"
                 if r["span_median_us"] is not None
@@ -351,6 +353,23 @@ def bench_cell(kind: str, rows: int, package: str, args, seed: int) -> dict:
     del block, conv_block, lt, variants, ready
     torch.cuda.synchronize()
     return cell
+
+
+def keep_best_compile(variants: list[dict]) -> list[dict]:
+    """The torch.compile records (torch-compile, torch-compile#2, ...) folded into one,
+    torch-compile: the fastest by GPU span of those that ran (else the first), with every
+    compile's span and time under "compiles"."""
+    comp = [v for v in variants if v["name"].split("#")[0] == "torch-compile"]
+    if len(comp) < 2:
+        return variants
+    ran = [v for v in comp if v.get("span_median_us") is not None]
+    best = dict(min(ran, key=lambda v: v["span_median_us"]) if ran else comp[0])
+    best["compiles"] = [
+        {k: v.get(k) for k in ("name", "span_median_us", "compile_s", "error")} for v in comp
+    ]
+    best["name"] = "torch-compile"
+    out = [v for v in variants if v not in comp]
+    return out + [best]
 
 
 def summarize_cell(cell: dict) -> dict:
@@ -426,7 +445,8 @@ def run(args) -> dict:
             "span": "CUPTI kernel records of every timed graph replay, first kernel start to "
             "last kernel end (rowfuse.bench.harness.time_interleaved)",
             "compile_mode": args.compile_mode,
-            "compile": "one compile per shape (static shapes, fullgraph)",
+            "compile": f"best of {args.compiles} fresh compiles per shape by GPU span "
+            "(static shapes, fullgraph)",
             "check": f"rel. L2 against the module in fp64 <= max({TOL_FLOOR:g}, "
             f"{TOL_FACTOR:g} x PyTorch eager fp16's)",
         },
@@ -501,6 +521,12 @@ def main(argv=None) -> int:
     p.add_argument("--obs", type=int, default=200)
     p.add_argument("--no-compile", dest="compile", action="store_false")
     p.add_argument("--compile-mode", default="max-autotune-no-cudagraphs")
+    p.add_argument(
+        "--compiles",
+        type=int,
+        default=2,
+        help="fresh torch.compile runs per shape, the fastest kept (default 2)",
+    )
     p.add_argument(
         "--deadline-s",
         type=float,

@@ -11,10 +11,11 @@ every weights.bin written from the modules, once; the weight-streaming packages 
 `rowfuse bench --c` with warm and cold L2 (stream.json); then `python -m
 rowfuse.bench.chains`, in one process, under CHAINS_TIMEOUT seconds (default 540; it
 starts no new cell in its last 90 s and keeps what it finished). CHAINS_KINDS and
-CHAINS_ROWS narrow the set (comma-separated); CHAINS_CHECK=0 skips `rowfuse check` of
-every package at its rows (up to CHAINS_CHECK_MAX_ROWS, default 1,000), CHAINS_STREAM=0
-the C host's streaming figures, CHAINS_SUITE=0 the Python suite (so that each can run in a
-command of its own where commands are time-limited).
+CHAINS_ROWS narrow the set (comma-separated); CHAINS_COMPILES (default 2) is
+torch.compile's fresh compiles per shape, the fastest kept. CHAINS_CHECK=0 skips `rowfuse
+check` of every package at its rows (up to CHAINS_CHECK_MAX_ROWS, default 1,000),
+CHAINS_STREAM=0 the C host's streaming figures, CHAINS_SUITE=0 the Python suite (so that
+each can run in a command of its own where commands are time-limited).
 """
 
 from __future__ import annotations
@@ -129,6 +130,8 @@ def run(r: c.Run) -> None:
             ",".join(map(str, m["rows"])),
             "--deadline-s",
             str(max(0, limit - 90)),
+            "--compiles",
+            os.environ.get("CHAINS_COMPILES", "2"),
             "-o",
             js,
         ],
