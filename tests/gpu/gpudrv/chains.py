@@ -1,21 +1,26 @@
-"""chains: the suite of block kinds (rowfuse.blocks) against PyTorch eager and torch.compile,
-at 1, 7, 64, 1,000 and 16,384 rows, the FFNs also at 4 and 16 (rowfuse.bench.chains).
+"""chains: the suite of block kinds (rowfuse.blocks) against their peers, at 1, 7, 64, 1,000
+and 16,384 rows, the FFNs also at 4 and 16 (rowfuse.bench.chains).
 
-Here: each kind exported once (`python -m rowfuse.export rowfuse.blocks:KIND`), compiled
-at every row count (`rowfuse compile KIND.onnx --rows R`: the plan's tile and schedule
-depend on the rows), and again with `--schedule conventional` (KIND-R-conv, the suite's
+Here: each kind exported once (`python -m rowfuse.export rowfuse.blocks:KIND`), compiled at
+every row count (`rowfuse compile KIND.onnx --rows R`: the plan's tile and schedule depend
+on the rows) and again with `--schedule conventional` (KIND-R-conv, the suite's
 rowfuse-conv: one kernel per linear), and each package's weight map
 (rowfuse.bench.chains.prepare_weights: which module parameter every slice of weights.bin
-holds, checked by rebuilding the file byte for byte), so no weights.bin is carried. There:
-every weights.bin written from the modules, once; the weight-streaming packages through
-`rowfuse bench --c` with warm and cold L2 (stream.json); then `python -m
-rowfuse.bench.chains`, in one process, under CHAINS_TIMEOUT seconds (default 540; it
-starts no new cell in its last 90 s and keeps what it finished). CHAINS_KINDS and
-CHAINS_ROWS narrow the set (comma-separated); CHAINS_COMPILES (default 2) is
-torch.compile's fresh compiles per shape, the fastest kept. CHAINS_CHECK=0 skips `rowfuse
-check` of every package at its rows (up to CHAINS_CHECK_MAX_ROWS, default 1,000),
-CHAINS_STREAM=0 the C host's streaming figures, CHAINS_SUITE=0 the Python suite (so that
-each can run in a command of its own where commands are time-limited).
+holds, checked by rebuilding the file byte for byte), so no weights.bin is carried.
+
+There, in order: every weights.bin written from the modules, once; `rowfuse check` of every
+package at its rows up to CHAINS_CHECK_MAX_ROWS (default 1,000: the fp64 reference runs on
+the CPU), then compute-sanitizer's memcheck and racecheck on three conventional packages
+(CHAINS_SAN); the weight-streaming packages through `rowfuse bench --c` with warm and cold
+L2 (stream.json); then `python -m rowfuse.bench.chains`, in one process, under
+CHAINS_TIMEOUT seconds (default 540; it starts no new cell in its last 90 s and keeps what
+it finished).
+
+Environment: CHAINS_KINDS and CHAINS_ROWS narrow the set (comma-separated); CHAINS_COMPILES
+(default 2) is torch.compile's fresh compiles per shape, the fastest kept; CHAINS_CHECK=0
+skips the checks and the sanitizer, CHAINS_STREAM=0 the streaming figures, CHAINS_SUITE=0
+the Python suite (so that each can run in a command of its own where commands are
+time-limited).
 """
 
 from __future__ import annotations
@@ -105,6 +110,7 @@ def run(r: c.Run) -> None:
     )
     if ok and os.environ.get("CHAINS_CHECK", "1") != "0":
         _checks(r, d, m)
+        _sanitize(r, d, m)
     if ok and os.environ.get("CHAINS_STREAM", "1") != "0":
         _stream_figures(r, d, m)
     if os.environ.get("CHAINS_SUITE", "1") == "0":
@@ -170,6 +176,47 @@ def _checks(r: c.Run, d, m) -> None:
         rows.append({"package": name, "rows": n, "rc": rc, "result": doc})
     c.write_json(d / "checks.json", {"max_rows": limit, "checks": rows})
     r.primary.append(d / "checks.json")
+
+
+# packages compute-sanitizer runs on (memcheck and racecheck, at the package's rows): the
+# conventional schedule's kernels of three kinds, from 7 to 1,000 rows
+SANITIZE = ("gpt2_ffn-7-conv", "bert_ffn-64-conv", "stacked-1000-conv")
+
+
+def _sanitize(r: c.Run, d, m) -> None:
+    """memcheck and racecheck over `rowfuse check` of the SANITIZE packages (CHAINS_SAN
+    overrides, comma-separated), in parallel, into sanitizer.json; clean means a summary
+    with zero errors and exit status 0 (rowfuse.bench.summarize.parse_sanitizer)."""
+    from rowfuse.bench import summarize
+
+    names = [n for n in os.environ.get("CHAINS_SAN", ",".join(SANITIZE)).split(",") if n]
+    san = c.find_tool("compute-sanitizer")
+    if not san:
+        r.step("chains", "compute-sanitizer", False, 0, "not found on this machine")
+        return
+    jobs = []
+    for name in names:
+        if name not in m["packages"]:
+            r.step("chains", f"sanitize {name}", False, 0, "not prepared")
+            continue
+        n = name.removesuffix("-conv").rsplit("-", 1)[1]
+        for tool in ("memcheck", "racecheck"):
+            cmd = [san, "--tool", tool, "--error-exitcode", str(summarize.SANITIZER_ERROR_EXIT)]
+            cmd += [r.rowfuse(), "check", c.PKGS / name, "--shapes", n]
+            jobs.append((name, tool, cmd))
+
+    def one(job):
+        name, tool, cmd = job
+        log = d / f"san_{tool}_{name}.log"
+        rc, _, secs, to = c.sh(cmd, log=log, timeout=480, env=r.env)
+        return name, tool, summarize.parse_sanitizer(c.read_text(log), rc, to, seconds=secs)
+
+    rows = []
+    for name, tool, v in c.pool_map(one, jobs, 6):
+        r.step("chains", f"{tool} {name}", v["status"] == "clean", v["seconds"] or 0, v["detail"])
+        rows.append(dict(v, package=name, tool=tool))
+    c.write_json(d / "sanitizer.json", {"runs": rows})
+    r.primary.append(d / "sanitizer.json")
 
 
 def _stream_figures(r: c.Run, d, m) -> None:
