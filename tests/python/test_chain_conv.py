@@ -318,3 +318,43 @@ def test_runtime_reads_the_kernels_in_order(tmp_path):
     plan["kernels"][1]["segment"]["count"] = 3
     plan_path.write_text(json.dumps(plan))
     assert "count" in _load_error(pkg)
+
+
+def test_the_generator_refuses_an_inconsistent_segment(tmp_path):
+    """A conventional kernel's entry that breaks a rule the generator relies on is refused
+    naming it: an input missing, scratch columns not 16-byte aligned, slices that do not
+    cover the matmul, a value produced and neither read nor stored."""
+    pytest.importorskip("cutlass")
+    from rowfuse.kernels import chain_mma as cm
+
+    _, pkg = _compile("gpt2_ffn", tmp_path, 8)
+    spec = json.loads((pkg / "kernel_spec.json").read_text())
+    pad = spec["smem_row_pad"]
+    k1 = spec["kernels"][1]
+    cm.ChainPlan.from_spec(k1, pad)  # as written: accepted
+
+    def refused(mutate, needle):
+        k = json.loads(json.dumps(k1))
+        mutate(k)
+        with pytest.raises(cm.SpecError, match=needle):
+            cm.ChainPlan.from_spec(k, pad)
+
+    refused(lambda k: k["segment"]["inputs"].clear(), "inputs")
+    aux = next(v for v in k1["values"] if v["global"] == "aux")
+
+    def shift(k):
+        next(v for v in k["values"] if v["id"] == aux["id"])["aux_col"] += 4
+
+    refused(shift, "aux_col")
+    refused(lambda k: k["segment"].update(slices=1, slice_chunks=1), "do not cover")
+
+    def y_elsewhere(k):
+        next(v for v in k["values"] if v["global"] == "y")["global"] = "none"
+
+    refused(y_elsewhere, "global")
+    k0 = spec["kernels"][0]
+    cm.ChainPlan.from_spec(k0, pad)
+    k0["values"][aux["id"]].update({"global": "none"})
+    k0["values"][aux["id"]].pop("aux_col")
+    with pytest.raises(cm.SpecError, match="neither read nor stored"):
+        cm.ChainPlan.from_spec(k0, pad)
