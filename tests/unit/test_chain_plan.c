@@ -5,12 +5,17 @@
  * chain whose mixed reference equals the original's bit for bit; tiles follow the rows; a
  * chain too wide for shared memory is refused naming its stage; a plan.json whose dtype
  * breaks the precision rule is refused naming the value; the residual MLP as a chain
- * (rf_chain_from_mlp, `compile --mlp ... --schedule chain`) has the MLP's reference. */
+ * (rf_chain_from_mlp, `compile --mlp ... --schedule chain`) has the MLP's reference; the
+ * conventional schedule's segments (rf_chain_conv_plan_make) cover the chain with at most one
+ * matmul each, every value a later kernel reads is in the scratch without overlap, every
+ * kernel's inputs are staged (with a slot) or read in place (element by element only), and a
+ * column split covers its matmul and is followed only by elementwise stages. */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
 #include <stdlib.h>
 #include <unistd.h>
 
+#include "compile/chain_conv.h"
 #include "compile/chain_plan.h"
 #include "rf_test.h"
 #include "rowfuse/mlp.h"
@@ -287,10 +292,114 @@ static void test_mlp_as_chain(void) {
     }
 }
 
+static int is_mm_op(rf_chain_op_t op) {
+    return op == RF_CHAIN_LINEAR || op == RF_CHAIN_GATED;
+}
+
+/* Does stage st read value v whole (as a matmul's or a norm's input)? */
+static int reads_rows(const rf_chain_stage_t *st, int v) {
+    return (is_mm_op(st->op) || st->op == RF_CHAIN_NORM) && st->src == v;
+}
+
+static int reads_value(const rf_chain_stage_t *st, int v) {
+    int r = st->src == v || st->src2 == v;
+    for (int e = 0; e < st->n_epi; e++)
+        r |= st->epi[e].op != RF_CHAIN_EPI_ACT && st->epi[e].src == v;
+    return r;
+}
+
+static void test_conventional_segments(void) {
+    rf_target_t t;
+    CHECK_OK(rf_target_lookup("h200", &t));
+    rf_rng_t rng;
+    rf_rng_seed(&rng, 41);
+    int checked = 0, splits = 0, norm_kernels = 0;
+    for (int i = 0; i < 24; i++) {
+        int64_t C = 16 * pick(&rng, 1, 12), H = 16 * pick(&rng, 1, 40);
+        rf_chain_t *c = random_chain(&rng, C, H);
+        for (int k = 0; k < 2; k++) {
+            int64_t rows = k ? 5000 : 100;
+            rf_chain_plan_t *whole = calloc(1, sizeof *whole);
+            rf_chain_conv_plan_t cp;
+            CHECK_OK(rf_chain_conv_plan_make(c, rows, &t, 0, whole, &cp));
+            int next = 0, seg_of[RF_CHAIN_MAX_STAGES];
+            for (int g = 0; g < cp.n_segs; g++) {
+                const rf_chain_seg_plan_t *sg = &cp.segs[g];
+                const rf_chain_plan_t *p = &sg->plan;
+                CHECK(p->first_stage == next && p->end_stage > p->first_stage);
+                next = p->end_stage;
+                int mm = 0, after_mm_norm = 0;
+                for (int s = p->first_stage; s < p->end_stage; s++) {
+                    seg_of[s] = g;
+                    mm += is_mm_op(c->stages[s].op);
+                    after_mm_norm |= mm && c->stages[s].op == RF_CHAIN_NORM;
+                }
+                CHECK(mm <= 1 && (mm == 1 || g == cp.n_segs - 1 || cp.n_segs == 1 ||
+                                  c->stages[p->first_stage].op == RF_CHAIN_NORM));
+                /* at few rows a norm after a matmul has a kernel of its own */
+                CHECK(!(rows == 100 && after_mm_norm));
+                norm_kernels += mm == 0;
+                CHECK(p->smem_bytes <= t.smem_per_block);
+                if (sg->split_stage >= 0) {
+                    const rf_chain_stage_plan_t *m = &p->stages[sg->split_stage];
+                    CHECK((int64_t)sg->slices * sg->slice_chunks >= m->n_pad / m->n_chunk);
+                    for (int s = sg->split_stage + 1; s < p->end_stage; s++)
+                        CHECK(c->stages[s].op == RF_CHAIN_ACT || c->stages[s].op == RF_CHAIN_ADD);
+                    splits += sg->slices > 1;
+                } else {
+                    CHECK(sg->slices == 1);
+                }
+                for (int j = 0; j < sg->n_inputs; j++)
+                    CHECK(p->values[sg->inputs[j]].smem_offset >= 0);
+                for (int j = 0; j < sg->n_direct; j++) {
+                    int v = sg->direct[j];
+                    CHECK(p->values[v].smem_offset < 0);
+                    for (int s = p->first_stage; s < p->end_stage; s++)
+                        CHECK(!reads_rows(&c->stages[s], v));
+                }
+            }
+            CHECK(next == c->n_stages);
+            /* every value crossing a cut is in the scratch (X and Y excepted), no overlap */
+            for (int s = 0; s < c->n_stages; s++)
+                for (int v = 1; v < c->n_values - 1; v++)
+                    if (reads_value(&c->stages[s], v) && seg_of[v - 1] != seg_of[s]) {
+                        CHECK(cp.aux_col[v] >= 0);
+                        const rf_chain_seg_plan_t *sg = &cp.segs[seg_of[s]];
+                        int found = 0;
+                        for (int j = 0; j < sg->n_inputs; j++)
+                            found += sg->inputs[j] == v;
+                        for (int j = 0; j < sg->n_direct; j++)
+                            found += sg->direct[j] == v;
+                        CHECK(found == 1);
+                    }
+            for (int v = 0; v < c->n_values; v++) {
+                if (cp.aux_col[v] < 0)
+                    continue;
+                int64_t w =
+                    whole->values[v].padded_width * (c->values[v].dtype == RF_DTYPE_F16 ? 1 : 2);
+                CHECK(cp.aux_col[v] % 8 == 0 && cp.aux_col[v] + w <= cp.aux_row);
+                for (int u = 0; u < v; u++)
+                    if (cp.aux_col[u] >= 0)
+                        CHECK(cp.aux_col[u] + whole->values[u].padded_width *
+                                                  (c->values[u].dtype == RF_DTYPE_F16 ? 1 : 2) <=
+                              cp.aux_col[v]);
+            }
+            checked++;
+            rf_chain_conv_plan_free(&cp);
+            free(whole);
+        }
+        rf_chain_destroy(c);
+    }
+    printf("conventional: %d plans, %d split kernels, %d norm-only kernels\n", checked, splits,
+           norm_kernels);
+    CHECK(checked == 48 && splits > 0 && norm_kernels > 0);
+}
+
 int main(void) {
-    printf("seeds 31, 5, 11..13\n");
+    printf("seeds 31, 5, 11..13, 41\n");
     test_layout_and_roundtrip();
     test_tiles_and_fit();
     test_mlp_as_chain();
+    test_conventional_segments();
     return rf_test_finish();
 }
