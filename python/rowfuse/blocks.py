@@ -16,6 +16,7 @@ Kinds (KINDS lists them with their real and CI widths):
                 x + gamma * fc2(gelu(fc1(LN(x))))                         384 -> 1536
   llama_ffn     LLaMA SwiGLU FFN: x + down(silu(gate(r)) * up(r)), r = RMSNorm(x) in the
                 rsqrt form x * rsqrt(mean(x^2) + eps) * w                  2048 -> 5632
+  xl_gelu_ffn   the GPT-2 FFN at 4096 -> 16384 (268 MB of fp16 weights), the decode regime
   res_mlp_gelu  residual MLP with GELU: x + fc2(gelu(fc1(x)))
   res_mlp_silu  residual MLP with SiLU: x + fc2(silu(fc1(x)))
   classifier    LN, a hidden layer with ReLU, a head to 10 classes
@@ -184,6 +185,8 @@ KINDS = {
     "bert_ffn": (BertFFN, {"c": 768, "h": 3072}, {"c": 128, "h": 512}),
     "vit_ffn_ls": (ViTFFNLayerScale, {"c": 384, "h": 1536}, {"c": 64, "h": 256}),
     "llama_ffn": (LlamaFFN, {"c": 2048, "h": 5632}, {"c": 256, "h": 688}),
+    # a GELU FFN at 4096 -> 16384 (268 MB of fp16 weights): the decode regime's second block
+    "xl_gelu_ffn": (Gpt2FFN, {"c": 4096, "h": 16384}, {"c": 128, "h": 512}),
     "res_mlp_gelu": (
         ResMLP,
         {"c": 256, "h": 1024, "act": "gelu"},

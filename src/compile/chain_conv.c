@@ -99,25 +99,14 @@ static void split(const rf_chain_t *c, const rf_target_t *t, int64_t rows,
     seg->slices = (int)((nn + per - 1) / per);
 }
 
-rf_status_t rf_chain_conv_plan_make(const rf_chain_t *c, int64_t rows, const rf_target_t *t,
-                                    int tile_rows, rf_chain_plan_t *whole,
-                                    rf_chain_conv_plan_t *cp) {
-    int starts[RF_CHAIN_CONV_MAX_SEGS + 1];
+/* Plans the segments that start at starts[0..n) (starts[n] = the chain's end) into cp;
+ * *failed receives the segment whose kernel does not fit (-1: none). */
+static rf_status_t plan_segments(const rf_chain_t *c, int64_t rows, const rf_target_t *t,
+                                 int tile_rows, rf_chain_plan_t *whole, const int *starts, int n,
+                                 rf_chain_conv_plan_t *cp, int *failed) {
     int seg_of[RF_CHAIN_MAX_STAGES];
     char aux[RF_CHAIN_MAX_STAGES + 1] = {0};
-    memset(cp, 0, sizeof *cp);
-    /* the whole chain's plan: its hash and weight offsets (no shared-memory limit) */
-    rf_target_t unbounded = *t;
-    unbounded.smem_per_block = INT32_MAX;
-    RF_RETURN_IF_ERROR(rf_chain_plan_make(c, rows, &unbounded, 16, whole),
-                       "placing the weights of the conventional schedule");
-    whole->target = *t;
-    int n = cut(c, (rows + 15) / 16 < t->sm_count, starts);
-    if (n < 0)
-        return RF_ERR(RF_CODE_UNSUPPORTED,
-                      "the chain has more than %d linear stages: the conventional schedule "
-                      "launches at most %d kernels",
-                      RF_CHAIN_CONV_MAX_SEGS, RF_CHAIN_CONV_MAX_SEGS);
+    *failed = -1;
     for (int i = 0; i < n; i++)
         for (int s = starts[i]; s < starts[i + 1]; s++)
             seg_of[s] = i;
@@ -160,7 +149,7 @@ rf_status_t rf_chain_conv_plan_make(const rf_chain_t *c, int64_t rows, const rf_
         rf_status_t st =
             rf_chain_plan_range(c, rows, t, tile_rows, starts[i], starts[i + 1], &seg->plan);
         if (st) {
-            rf_chain_conv_plan_free(cp);
+            *failed = i;
             return rf_status_annotate(st, "the conventional schedule's kernel %d (stages %d..%d)",
                                       i, starts[i], starts[i + 1] - 1);
         }
@@ -175,6 +164,45 @@ rf_status_t rf_chain_conv_plan_make(const rf_chain_t *c, int64_t rows, const rf_
         seg->n_inputs = staged;
         seg->plan.aux_row = cp->aux_row;
         split(c, t, rows, seg);
+    }
+    return RF_OK;
+}
+
+rf_status_t rf_chain_conv_plan_make(const rf_chain_t *c, int64_t rows, const rf_target_t *t,
+                                    int tile_rows, rf_chain_plan_t *whole,
+                                    rf_chain_conv_plan_t *cp) {
+    int starts[RF_CHAIN_CONV_MAX_SEGS + 1];
+    memset(cp, 0, sizeof *cp);
+    /* the whole chain's plan: its hash and weight offsets (no shared-memory limit) */
+    rf_target_t unbounded = *t;
+    unbounded.smem_per_block = INT32_MAX;
+    RF_RETURN_IF_ERROR(rf_chain_plan_make(c, rows, &unbounded, 16, whole),
+                       "placing the weights of the conventional schedule");
+    whole->target = *t;
+    int n = cut(c, (rows + 15) / 16 < t->sm_count, starts);
+    for (;;) {
+        if (n < 0 || n > RF_CHAIN_CONV_MAX_SEGS)
+            return RF_ERR(RF_CODE_UNSUPPORTED,
+                          "the chain needs more than %d kernels in the conventional schedule",
+                          RF_CHAIN_CONV_MAX_SEGS);
+        int failed = -1;
+        rf_status_t st = plan_segments(c, rows, t, tile_rows, whole, starts, n, cp, &failed);
+        if (!st)
+            break;
+        /* a prologue norm whose kernel does not fit (the norm's input and output rows beside
+         * the ring) gets a kernel of its own, then the plan is made again */
+        int f = failed >= 0 ? starts[failed] : -1;
+        int movable = f >= 0 && rf_status_code(st) == RF_CODE_UNSUPPORTED &&
+                      starts[failed + 1] - f > 1 && c->stages[f].op == RF_CHAIN_NORM &&
+                      n < RF_CHAIN_CONV_MAX_SEGS;
+        rf_chain_conv_plan_free(cp);
+        memset(cp, 0, sizeof *cp);
+        if (!movable)
+            return st;
+        rf_status_free(st);
+        memmove(&starts[failed + 2], &starts[failed + 1], sizeof(int) * (size_t)(n - failed));
+        starts[failed + 1] = f + 1;
+        n++;
     }
     snprintf(whole->name, sizeof whole->name, "conv_%s", whole->hash);
     snprintf(whole->reason, sizeof whole->reason,

@@ -72,6 +72,7 @@ def reference(path, x16: np.ndarray, mixed: bool):
 EXPECTED = {
     "tcnn_mlp": ["linear, relu", "linear, relu", "linear, relu", "linear"],
     "gpt2_ffn": ["norm layernorm", "linear + b, gelu_tanh", "linear + b, + v0"],
+    "xl_gelu_ffn": ["norm layernorm", "linear + b, gelu_tanh", "linear + b, + v0"],
     "bert_ffn": ["linear + b, gelu_erf", "linear + b, + v0", "norm layernorm"],
     "vit_ffn_ls": ["norm layernorm", "linear + b, gelu_erf", "linear + b, + v0"],
     "llama_ffn": ["norm rmsnorm", "gated silu", "linear, + v0"],

@@ -48,6 +48,9 @@ ROWS = (1, 7, 64, 1000, 16384)
 # whose weights make it the plan at few rows
 DECODE_ROWS = (4, 16)
 DECODE_KINDS = ("gpt2_ffn", "llama_ffn")
+# kinds benchmarked at decode rows only (their weights make larger row counts a GEMM's job):
+# the DECODE_ROWS and the suite's rows up to 64
+DECODE_ONLY = ("xl_gelu_ffn",)
 CHAIN_KINDS = (
     "tcnn_mlp",
     "gpt2_ffn",
@@ -59,6 +62,7 @@ CHAIN_KINDS = (
     "classifier",
     "classifier_probs",
     "stacked",
+    "xl_gelu_ffn",
 )
 TOL_FLOOR = 2.0**-9  # four fp16 unit roundoffs (2^-11 each)
 TOL_FACTOR = 4.0
@@ -81,10 +85,14 @@ def kind_of(name: str) -> str:
 
 def cells(kinds, rows) -> list[tuple[str, int]]:
     """(kind, rows) of the suite: every kind at `rows`, the DECODE_KINDS also at
-    DECODE_ROWS, in increasing rows."""
+    DECODE_ROWS, the DECODE_ONLY kinds at DECODE_ROWS and the rows up to 64, in increasing
+    rows."""
     out = []
     for k in kinds:
-        rs = set(rows) | (set(DECODE_ROWS) if k in DECODE_KINDS else set())
+        if k in DECODE_ONLY:
+            rs = {r for r in rows if r <= 64} | set(DECODE_ROWS)
+        else:
+            rs = set(rows) | (set(DECODE_ROWS) if k in DECODE_KINDS else set())
         out += [(k, r) for r in sorted(rs)]
     return out
 

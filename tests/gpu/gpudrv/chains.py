@@ -74,6 +74,14 @@ def prepare(jobs: int, stamp: str) -> dict:
             for _, r in chains.cells([k], rows)
         ]
     recs = c.compile_many(specs, jobs, stamp)
+    # a conventional package that does not fit (a kernel's row tile beyond shared memory) is
+    # left out of the suite with its reason; any other failure stops the prepare
+    skipped = {
+        n: r["detail"]
+        for n, r in recs.items()
+        if n.endswith("-conv") and r["status"] == "unsupported"
+    }
+    recs = {n: r for n, r in recs.items() if n not in skipped}
     bad = [r for r in recs.values() if r["status"] != "ok"]
     if bad:
         raise c.Failed(f"chains: {bad[0]['name']} did not compile: {bad[0]['detail']}")
@@ -82,7 +90,13 @@ def prepare(jobs: int, stamp: str) -> dict:
         wmaps[name] = chains.prepare_weights(chains.kind_of(name), str(c.CACHE / rec["cache"]))
     c.write_json(c.PKGS / "chains-weights.json", wmaps)
     secs = {n: r["seconds"] for n, r in recs.items()}
-    return {"kinds": kinds, "rows": rows, "packages": recs, "compile_seconds": secs}
+    return {
+        "kinds": kinds,
+        "rows": rows,
+        "packages": recs,
+        "compile_seconds": secs,
+        "not_compiled": skipped,
+    }
 
 
 def run(r: c.Run) -> None:
