@@ -147,20 +147,27 @@ static rf_status_t plan_segments(const rf_chain_t *c, int64_t rows, const rf_tar
     for (int i = 0; i < n; i++) {
         rf_chain_seg_plan_t *seg = &cp->segs[i];
         rf_status_t st =
-            rf_chain_plan_range(c, rows, t, tile_rows, starts[i], starts[i + 1], &seg->plan);
+            rf_chain_plan_range(c, rows, t, tile_rows, starts[i], starts[i + 1], 1, &seg->plan);
         if (st) {
             *failed = i;
             return rf_status_annotate(st, "the conventional schedule's kernel %d (stages %d..%d)",
                                       i, starts[i], starts[i + 1] - 1);
         }
         snprintf(seg->plan.name, sizeof seg->plan.name, "conv_%s_%d", whole->hash, i);
-        /* inputs read element by element have no slot: the kernel reads them in place */
+        /* inputs without a slot: streamed through the ring by their matmul, or read in place
+         * element by element */
         int staged = 0;
-        for (int j = 0; j < seg->n_inputs; j++)
-            if (seg->plan.values[seg->inputs[j]].smem_offset >= 0)
-                seg->inputs[staged++] = seg->inputs[j];
+        for (int j = 0; j < seg->n_inputs; j++) {
+            int v = seg->inputs[j], streamed = 0;
+            for (int s = starts[i]; s < starts[i + 1]; s++)
+                streamed |= seg->plan.stages[s].a_stream && c->stages[s].src == v;
+            if (seg->plan.values[v].smem_offset >= 0)
+                seg->inputs[staged++] = v;
+            else if (streamed)
+                seg->streamed[seg->n_streamed++] = v;
             else
-                seg->direct[seg->n_direct++] = seg->inputs[j];
+                seg->direct[seg->n_direct++] = v;
+        }
         seg->n_inputs = staged;
         seg->plan.aux_row = cp->aux_row;
         split(c, t, rows, seg);
@@ -180,30 +187,53 @@ rf_status_t rf_chain_conv_plan_make(const rf_chain_t *c, int64_t rows, const rf_
                        "placing the weights of the conventional schedule");
     whole->target = *t;
     int n = cut(c, (rows + 15) / 16 < t->sm_count, starts);
+    rf_chain_plan_t *alt = calloc(1, sizeof *alt);
+    if (!alt)
+        return RF_ERR(RF_CODE_OUT_OF_MEMORY, "a segment plan");
     for (;;) {
-        if (n < 0 || n > RF_CHAIN_CONV_MAX_SEGS)
+        if (n < 0 || n > RF_CHAIN_CONV_MAX_SEGS) {
+            free(alt);
             return RF_ERR(RF_CODE_UNSUPPORTED,
                           "the chain needs more than %d kernels in the conventional schedule",
                           RF_CHAIN_CONV_MAX_SEGS);
-        int failed = -1;
+        }
+        int failed = -1, apart = -1;
         rf_status_t st = plan_segments(c, rows, t, tile_rows, whole, starts, n, cp, &failed);
-        if (!st)
-            break;
-        /* a prologue norm whose kernel does not fit (the norm's input and output rows beside
-         * the ring) gets a kernel of its own, then the plan is made again */
-        int f = failed >= 0 ? starts[failed] : -1;
-        int movable = f >= 0 && rf_status_code(st) == RF_CODE_UNSUPPORTED &&
-                      starts[failed + 1] - f > 1 && c->stages[f].op == RF_CHAIN_NORM &&
-                      n < RF_CHAIN_CONV_MAX_SEGS;
+        if (st) {
+            /* a prologue norm whose kernel does not fit (the norm's input and output rows
+             * beside the ring) gets a kernel of its own */
+            int f = failed >= 0 ? starts[failed] : -1;
+            if (f >= 0 && rf_status_code(st) == RF_CODE_UNSUPPORTED && starts[failed + 1] - f > 1 &&
+                c->stages[f].op == RF_CHAIN_NORM)
+                apart = failed;
+        } else {
+            /* so does one whose matmul, streaming the normalised rows instead, would run
+             * larger row tiles (each row tile streams every weight once) */
+            for (int g = 0; g < n && apart < 0; g++) {
+                int f = starts[g];
+                if (starts[g + 1] - f < 2 || c->stages[f].op != RF_CHAIN_NORM)
+                    continue;
+                rf_status_t a =
+                    rf_chain_plan_range(c, rows, t, tile_rows, f + 1, starts[g + 1], 1, alt);
+                if (!a && alt->tile_rows > cp->segs[g].plan.tile_rows)
+                    apart = g;
+                rf_status_free(a);
+            }
+            if (apart < 0)
+                break;
+        }
         rf_chain_conv_plan_free(cp);
         memset(cp, 0, sizeof *cp);
-        if (!movable)
+        if (apart < 0 || n >= RF_CHAIN_CONV_MAX_SEGS) {
+            free(alt);
             return st;
+        }
         rf_status_free(st);
-        memmove(&starts[failed + 2], &starts[failed + 1], sizeof(int) * (size_t)(n - failed));
-        starts[failed + 1] = f + 1;
+        memmove(&starts[apart + 2], &starts[apart + 1], sizeof(int) * (size_t)(n - apart));
+        starts[apart + 1] = starts[apart] + 1;
         n++;
     }
+    free(alt);
     snprintf(whole->name, sizeof whole->name, "conv_%s", whole->hash);
     snprintf(whole->reason, sizeof whole->reason,
              "conventional: %d kernels (one per linear stage with its epilogue, a norm before "

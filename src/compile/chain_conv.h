@@ -10,7 +10,11 @@
  * before the first matmul join the first segment; act, add and norm stages after a matmul
  * stay with it (its epilogue side), except that at few rows (fewer 16-row tiles than SMs) a
  * norm after a matmul starts a kernel of its own, so that the matmul's columns can be split
- * over blocks (a norm needs whole rows).
+ * over blocks (a norm needs whole rows). A prologue norm also gets a kernel of its own when
+ * its kernel does not fit, or when the matmul alone would run larger row tiles: a matmul
+ * whose input comes from an earlier kernel and is read by nothing else streams that input
+ * in k chunks through the weight ring (rf_chain_plan_range), so its row tile is bounded by
+ * the ring alone, and each row tile streams every weight once.
  *
  * Values between kernels: X stays in the caller's X and Y goes to the caller's Y; every other
  * value produced in one segment and read in a later one lives in a scratch buffer, "aux":
@@ -41,6 +45,8 @@ typedef struct rf_chain_seg_plan {
     int inputs[RF_CHAIN_MAX_STAGES + 1];
     int n_direct; /* values read from global memory where they are used */
     int direct[RF_CHAIN_MAX_STAGES + 1];
+    int n_streamed; /* matmul inputs streamed through the ring (rf_chain_plan_range) */
+    int streamed[RF_CHAIN_MAX_STAGES + 1];
 } rf_chain_seg_plan_t;
 
 typedef struct rf_chain_conv_plan {

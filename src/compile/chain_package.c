@@ -133,6 +133,8 @@ static void write_stage(rf_json_writer_t *w, const rf_chain_plan_t *p, int s) {
         }
         rf_json_key_int(w, "n_chunk", sp->n_chunk);
         rf_json_key_int(w, "k_chunk", sp->k_chunk);
+        if (sp->a_stream)
+            rf_json_key_int(w, "a_stream", 1);
         if (st->op == RF_CHAIN_LINEAR) {
             rf_json_key(w, "epilogue");
             rf_json_array_begin(w);
@@ -270,6 +272,11 @@ static void write_kernel_of(rf_json_writer_t *w, const rf_chain_plan_t *p,
         rf_json_array_begin(w);
         for (int i = 0; i < seg->n_direct; i++)
             rf_json_int(w, seg->direct[i]);
+        rf_json_array_end(w);
+        rf_json_key(w, "streamed");
+        rf_json_array_begin(w);
+        for (int i = 0; i < seg->n_streamed; i++)
+            rf_json_int(w, seg->streamed[i]);
         rf_json_array_end(w);
         rf_json_key_int(w, "aux_row", cp->aux_row);
         rf_json_key_int(w, "split_stage", seg->split_stage);

@@ -110,6 +110,9 @@ static void plan_values(const rf_chain_t *c, rf_chain_plan_t *p) {
         /* the whole chain's kernel gives every value but Y a slot */
         int whole = s0 == 0 && s1 == c->n_stages;
         int slot = whole || (v - 1 >= s0 ? read[v] : rows_read[v]);
+        for (int st = s0; st < s1; st++)
+            if (p->stages[st].a_stream && c->stages[st].src == v)
+                slot = 0; /* streamed through the ring */
         vp->slot_bytes =
             v == last || !slot ? 0 : up((int64_t)p->tile_rows * vp->row_stride * eb, 128);
     }
@@ -162,6 +165,8 @@ static int64_t ring_bytes(const rf_chain_t *c, const rf_chain_plan_t *p) {
             continue;
         int64_t b = (st->op == RF_CHAIN_GATED ? 2 : 1) * (int64_t)p->stages[s].k_chunk *
                     (p->stages[s].n_chunk + RF_SMEM_ROW_PAD) * 2;
+        if (p->stages[s].a_stream) /* the input's tile, after W's */
+            b += (int64_t)p->tile_rows * (p->stages[s].k_chunk + RF_SMEM_ROW_PAD) * 2;
         r = b > r ? b : r;
     }
     return r;
@@ -254,8 +259,33 @@ static void place_weights(const rf_chain_t *c, rf_chain_plan_t *p) {
     p->wf_elems = wf;
 }
 
+/* Marks (on = 1) or clears the matmuls of the range whose input may stream (comment of
+ * rf_chain_plan_range in chain_plan.h); returns how many. */
+static int mark_streams(const rf_chain_t *c, rf_chain_plan_t *p, int on) {
+    int n = 0;
+    for (int s = p->first_stage; s < p->end_stage; s++) {
+        const rf_chain_stage_t *st = &c->stages[s];
+        p->stages[s].a_stream = 0;
+        if (!on || !is_mm(st) || st->src - 1 >= p->first_stage)
+            continue;
+        int others = 0;
+        for (int u = p->first_stage; u < p->end_stage; u++) {
+            int reads[2 + RF_CHAIN_MAX_EPILOGUE];
+            int k = stage_reads(&c->stages[u], reads);
+            for (int i = 0; i < k; i++)
+                others += reads[i] == st->src && !(u == s && i == 0);
+        }
+        if (!others) {
+            p->stages[s].a_stream = 1;
+            n++;
+        }
+    }
+    return n;
+}
+
 rf_status_t rf_chain_plan_range(const rf_chain_t *c, int64_t rows, const rf_target_t *t,
-                                int tile_rows, int first, int end, rf_chain_plan_t *p) {
+                                int tile_rows, int first, int end, int stream_inputs,
+                                rf_chain_plan_t *p) {
     memset(p, 0, sizeof *p);
     RF_RETURN_IF_ERROR(rf_chain_validate(c), "planning the chain");
     if (rows < 1)
@@ -295,7 +325,10 @@ rf_status_t rf_chain_plan_range(const rf_chain_t *c, int64_t rows, const rf_targ
         /* auto: the largest tile that still gives every SM a tile, then the one that fits */
         if (!tile_rows && tr > 16 && rows < (int64_t)tr * t->sm_count)
             continue;
+        mark_streams(c, p, 0);
         layout(c, t, tr, p, &fits);
+        if (!fits && stream_inputs && mark_streams(c, p, 1))
+            layout(c, t, tr, p, &fits);
         if (fits) {
             chosen = tr;
         } else if (!tile_rows && tr > 16) {
@@ -324,5 +357,5 @@ rf_status_t rf_chain_plan_make(const rf_chain_t *c, int64_t rows, const rf_targe
         return RF_ERR(RF_CODE_INVALID_ARGUMENT, "planning a chain without stages");
     }
     int n = c->n_stages;
-    return rf_chain_plan_range(c, rows, t, tile_rows, 0, n, p);
+    return rf_chain_plan_range(c, rows, t, tile_rows, 0, n, 0, p);
 }

@@ -46,6 +46,8 @@ typedef struct rf_chain_stage_plan {
     int k_chunk, n_chunk;
     int64_t w, wu;              /* element offsets into wh; -1: none */
     int64_t b, bu, gamma, beta; /* element offsets into wf; -1: none */
+    int a_stream;               /* a range kernel's matmul whose input streams through the ring in
+                                   [tile_rows x k_chunk] tiles beside W (no slot): rf_chain_plan_range */
 } rf_chain_stage_plan_t;
 
 typedef struct rf_chain_plan {
@@ -75,10 +77,15 @@ rf_status_t rf_chain_plan_make(const rf_chain_t *c, int64_t rows, const rf_targe
 /* The kernel of stages [first, end) of c (the conventional schedule's kernels,
  * compile/chain_conv.h), laid out as rf_chain_plan_make lays out the whole chain: only the
  * values the range reads get a slot, a value produced before `first` is staged from global
- * memory at each tile's start and lives from the range's start. rf_chain_plan_make is the
- * range [0, n_stages). */
+ * memory at each tile's start and lives from the range's start. With stream_inputs, a tile
+ * that does not fit so may stream a matmul's input instead, when that input comes from
+ * before the range and nothing else in the range reads it: its [tile_rows x k_chunk] tiles
+ * go through the weight ring beside W (each ring buffer grows by one such tile) and it has
+ * no slot; the largest tile that fits either way wins, without streaming at a tie.
+ * rf_chain_plan_make is the range [0, n_stages) without streaming. */
 rf_status_t rf_chain_plan_range(const rf_chain_t *c, int64_t rows, const rf_target_t *t,
-                                int tile_rows, int first, int end, rf_chain_plan_t *out_plan);
+                                int tile_rows, int first, int end, int stream_inputs,
+                                rf_chain_plan_t *out_plan);
 
 /* The files (chain_package.c). The JSON pieces are shared with the chain_stream writer
  * (chain_stream.c): the "values" list (with the shared-memory layout or not) and the

@@ -78,7 +78,8 @@ class Model:
         for k in self.plan["kernels"]:
             vals = {v["id"]: v for v in k["values"]}
             env = {}
-            for i in k["segment"]["inputs"] + k["segment"]["direct"]:
+            seg = k["segment"]
+            for i in seg["inputs"] + seg["direct"] + seg["streamed"]:
                 v = vals[i]
                 if i == 0:
                     env[0] = x16.astype(F32)
@@ -169,8 +170,8 @@ def _worst(y, ref, bound) -> float:
     )
 
 
-def _compile(kind, tmp, rows):
-    module, ex = blocks.make(kind, small=True, rows=rows)
+def _compile(kind, tmp, rows, **widths):
+    module, ex = blocks.make(kind, small=True, rows=rows, **widths)
     model = export(module, ex, rows, str(tmp / f"{kind}.onnx"))
     out = tmp / "pkg"
     p = rowfuse("compile", model, "--rows", rows, "--schedule", "conventional", "-o", out)
@@ -231,6 +232,31 @@ def test_conventional_schedule(kind, tmp_path):
         assert not np.isfinite(bad).all() or _worst(bad, ref, bound) > 1.0
         shifted = m.run(x16, shift_col=vid)
         assert not np.isfinite(shifted).all() or _worst(shifted, ref, bound) > 1.0
+
+
+def test_a_wide_input_streams_through_the_ring(tmp_path):
+    """A down projection from a 16,384-wide hidden: a 16-row tile of it (512 KB) does not fit
+    one block, so the kernel streams it in k chunks through the weight ring beside W (no
+    slot), and the plan's kernels still compute the chain within its bound."""
+    pytest.importorskip("cutlass")
+    rows = 40
+    model, pkg = _compile("gpt2_ffn", tmp_path, rows, c=128, h=16384)
+    plan = json.loads((pkg / "plan.json").read_text())
+    ks = plan["kernels"]
+    down = ks[-1]
+    (mm,) = [s for s in down["stages"] if s["op"] == "linear"]
+    assert mm.get("a_stream") == 1 and down["segment"]["streamed"] == [mm["src"]]
+    src = next(v for v in down["values"] if v["id"] == mm["src"])
+    assert src["smem_offset"] == -1 and src["global"] == "aux"
+    assert down["smem_bytes"] < 232448
+    facts = {k["name"]: k for k in json.loads((pkg / "kernels.json").read_text())["kernels"]}
+    assert facts[down["name"]]["ptx_mma"] > 0 and down["local_ops"] == 0
+    # no other kernel streams: its input fits, or it is a norm
+    assert all(s.get("a_stream", 0) == 0 for k in ks[:-1] for s in k["stages"])
+    x16 = np.random.default_rng(3).standard_normal((rows, 128)).astype(np.float16)
+    ref, bound = reference(model, x16, mixed=True)
+    y = Model(pkg).run(x16)
+    assert np.isfinite(y).all() and _worst(y, ref, bound) <= 1.0, _worst(y, ref, bound)
 
 
 def test_a_norm_after_a_matmul_keeps_its_kernel_at_many_rows(tmp_path):

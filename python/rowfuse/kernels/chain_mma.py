@@ -141,6 +141,7 @@ class Stage:
     bg: int = -1
     bu: int = -1
     epilogue: tuple = ()  # ((op, fn_or_src), ...)
+    a_stream: bool = False  # a segment kernel's matmul: src streams through the ring
     kind: str = ""  # norm: a key of NORMS
     eps: float = 0.0
     gamma: int = -1
@@ -192,10 +193,16 @@ def _stage_from_spec(s: dict, i: int, name: str) -> Stage:
                 else:
                     raise SpecError(f"{where}.epilogue[{j}]: unknown epilogue op {eo!r}")
             return Stage(
-                op=op, w=_int(s, "w", where), b=_int(s, "b", where), epilogue=tuple(epi), **geo
+                op=op,
+                w=_int(s, "w", where),
+                b=_int(s, "b", where),
+                epilogue=tuple(epi),
+                a_stream=bool(s.get("a_stream", 0)),
+                **geo,
             )
         return Stage(
             op=op,
+            a_stream=bool(s.get("a_stream", 0)),
             fn=_act_of(s, where),
             wg=_int(s, "wg", where),
             wu=_int(s, "wu", where),
@@ -256,6 +263,7 @@ class ChainPlan:
     first_stage: int = 0
     inputs: tuple = (0,)
     direct: tuple = ()
+    streamed: tuple = ()
     aux_row: int = 0
     split_stage: int = -1
     slices: int = 1
@@ -284,10 +292,12 @@ class ChainPlan:
         return self.warps // self.warps_m
 
     def ring_bytes(self) -> int:
-        """Bytes of one ring buffer (module docstring)."""
+        """Bytes of one ring buffer (module docstring); a streamed input's
+        [tile_rows x k_chunk] tile follows W's."""
         return max(
             (
                 s.mats * s.k_chunk * (s.n_chunk + self.smem_pad) * 2
+                + (self.tile_rows * (s.k_chunk + self.smem_pad) * 2 if s.a_stream else 0)
                 for s in self.stages
                 if s.op in ("linear", "gated")
             ),
@@ -358,6 +368,7 @@ class ChainPlan:
                 "first_stage": _int(sg, "first_stage", where),
                 "inputs": tuple(ins),
                 "direct": tuple(sg.get("direct", [])),
+                "streamed": tuple(sg.get("streamed", [])),
                 "aux_row": _int(sg, "aux_row", where),
                 "split_stage": _int(sg, "split_stage", where),
                 "slices": _int(sg, "slices", where),
@@ -442,8 +453,11 @@ class ChainPlan:
             for r in s.reads:
                 if not 0 <= r <= f0 + i:
                     raise SpecError(f"{w}: reads value {r}, which is not produced before it")
-                if vals[r].smem_offset < 0 and not (
-                    r in self.direct and r not in s.row_reads and r <= f0
+                streamed = s.a_stream and r == s.src and r in self.streamed
+                if (
+                    vals[r].smem_offset < 0
+                    and not streamed
+                    and not (r in self.direct and r not in s.row_reads and r <= f0)
                 ):
                     raise SpecError(f"{w}: reads value {r}, which has no shared-memory slot")
             dst = vals[s.dst]
@@ -492,11 +506,27 @@ class ChainPlan:
                     )
         reads = {r for s in sts for r in s.reads}
         before = {r for r in reads if r <= f0}
-        if set(self.inputs) | set(self.direct) != before or set(self.inputs) & set(self.direct):
+        kinds = (set(self.inputs), set(self.direct), set(self.streamed))
+        if set().union(*kinds) != before or sum(map(len, kinds)) != len(before):
             raise SpecError(
-                f"{n}: inputs {sorted(self.inputs)} and direct {sorted(self.direct)} must split "
-                f"the values read here and produced before stage {f0}: {sorted(before)}"
+                f"{n}: inputs {sorted(self.inputs)}, direct {sorted(self.direct)} and streamed "
+                f"{sorted(self.streamed)} must split the values read here and produced before "
+                f"stage {f0}: {sorted(before)}"
             )
+        for v in self.streamed:
+            users = [s for s in sts if v in s.reads]
+            if (
+                vals[v].glob not in ("x", "aux")
+                or vals[v].smem_offset >= 0
+                or len(users) != 1
+                or not users[0].a_stream
+                or users[0].src != v
+                or v in [int(u) for o, u in users[0].epilogue if o in ("add", "mul")]
+            ):
+                raise SpecError(
+                    f"{n}: streamed input {v} must be X or in the scratch, without a slot, and "
+                    "read here only as the input of one streaming matmul"
+                )
         for v in self.inputs:
             if vals[v].glob not in ("x", "aux") or vals[v].smem_offset < 0:
                 raise SpecError(f"{n}: input {v} is neither X nor in the scratch, or has no slot")
@@ -716,6 +746,32 @@ class ChainKernel(TileOps):
             ),
         )
 
+    def ring_a(self, base, s: Stage):
+        """A streamed input's tiles of stage s: [tile_rows, k_chunk, weight_buffers], after
+        W's tiles in each ring buffer."""
+        p = self.p
+        off = p.weight_smem_offset + s.mats * s.k_chunk * (s.n_chunk + p.smem_pad) * 2
+        return cute.make_tensor(
+            cute.recast_ptr(base + off, dtype=cutlass.Float16),
+            cute.make_layout(
+                (self.tm, s.k_chunk, p.weight_buffers),
+                stride=(s.k_chunk + p.smem_pad, 1, p.ring_bytes() // 2),
+            ),
+        )
+
+    @cute.jit
+    def stage_a(self, ctx, s: cutlass.Constexpr, buf, kk):
+        """A streamed input's k chunk kk of this row tile into ring buffer buf (zero outside
+        the rows and K), in the caller's cp.async group."""
+        mWh, mWf, mY, slots, base, row0, nrows, tid, ext = ctx
+        kc = s.k_chunk
+        g = ext[2] if s.src == 0 else ext[0][s.src]
+        vec = self.vx if s.src == 0 else 8
+        ra = self.ring_a(base, s)
+        self.stage(
+            g, ra[None, None, buf], row0, nrows, kk * kc, s.k - kk * kc, self.tm, kc, vec, tid
+        )
+
     def f16(self, vid: int) -> bool:
         return self.p.values[vid].dtype == "f16"
 
@@ -835,6 +891,8 @@ class ChainKernel(TileOps):
                     vw,
                     tid,
                 )
+            if cutlass.const_expr(s.a_stream):
+                self.stage_a(ctx, s, 0, 0)
             cute.arch.cp_async_commit_group()
             for nj in cutlass.range(nj0, nj1, unroll=1):
                 accs = [
@@ -866,6 +924,8 @@ class ChainKernel(TileOps):
         # the first W tile
         for m in cutlass.range_constexpr(s.mats):
             self.stage(gws[m], rings[m][None, None, 0], 0, s.k, 0, s.n, kc, nc, vw, tid)
+        if cutlass.const_expr(s.a_stream):
+            self.stage_a(ctx, s, 0, 0)
         cute.arch.cp_async_commit_group()
         for nj in cutlass.range(nn, unroll=1):
             accs = [
@@ -916,6 +976,8 @@ class ChainKernel(TileOps):
                         vw,
                         tid,
                     )
+                if cutlass.const_expr(s.a_stream):
+                    self.stage_a(ctx, s, 1 - buf, kj + 1)
             else:
                 if nj + 1 < nj_end:
                     for m in cutlass.range_constexpr(s.mats):
@@ -931,6 +993,8 @@ class ChainKernel(TileOps):
                             vw,
                             tid,
                         )
+                    if cutlass.const_expr(s.a_stream):
+                        self.stage_a(ctx, s, 1 - buf, 0)
             cute.arch.cp_async_commit_group()  # (empty after the stage's last tile)
             cute.arch.cp_async_wait_group(1)
         else:
@@ -948,6 +1012,8 @@ class ChainKernel(TileOps):
                         vw,
                         tid,
                     )
+                if cutlass.const_expr(s.a_stream):
+                    self.stage_a(ctx, s, 0, kj)
             else:
                 if nj > nj_first:
                     for m in cutlass.range_constexpr(s.mats):
@@ -963,16 +1029,25 @@ class ChainKernel(TileOps):
                             vw,
                             tid,
                         )
+                    if cutlass.const_expr(s.a_stream):
+                        self.stage_a(ctx, s, 0, 0)
             cute.arch.cp_async_commit_group()
             cute.arch.cp_async_wait_group(0)
         cute.arch.sync_threads()
         if tid < active:
-            # src viewed as [tile_rows, k_chunk, k chunks]; k chunk kj (a mode, so that the
-            # slice keeps the 16-byte alignment ldmatrix needs when kj is a runtime value)
-            sA = cute.make_tensor(
-                src.iterator,
-                cute.make_layout((tm, kc, nk), stride=(p.values[s.src].row_stride, 1, kc)),
-            )[None, None, kj]
+            if cutlass.const_expr(s.a_stream):
+                # the streamed input's tile of k chunk kj, in this ring buffer
+                sA = cute.make_tensor(
+                    self.ring_a(base, s)[None, None, buf].iterator,
+                    cute.make_layout((tm, kc), stride=(kc + p.smem_pad, 1)),
+                )
+            else:
+                # src viewed as [tile_rows, k_chunk, k chunks]; k chunk kj (a mode, so that the
+                # slice keeps the 16-byte alignment ldmatrix needs when kj is a runtime value)
+                sA = cute.make_tensor(
+                    src.iterator,
+                    cute.make_layout((tm, kc, nk), stride=(p.values[s.src].row_stride, 1, kc)),
+                )[None, None, kj]
             for m in cutlass.range_constexpr(s.mats):
                 sB = cute.make_tensor(
                     rings[m][None, None, buf].iterator,
