@@ -54,6 +54,7 @@ typedef struct rf_chain_conv_plan {
     rf_chain_seg_plan_t *segs; /* [n_segs], heap: rf_chain_conv_plan_free */
     int64_t aux_row;           /* fp16 elements per row of the scratch (0: none needed) */
     int64_t aux_col[RF_CHAIN_MAX_STAGES + 1]; /* per value; -1: not in the scratch */
+    char fault[32]; /* a planted fault's generator spelling (conv_no_store), else "" */
 } rf_chain_conv_plan_t;
 
 /* Plans every segment's kernel for `rows` rows on target t (tile_rows as for chain_mma: 0 auto).

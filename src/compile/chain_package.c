@@ -257,6 +257,8 @@ static void write_kernel_of(rf_json_writer_t *w, const rf_chain_plan_t *p,
     write_stage_range(w, p, p->first_stage, p->end_stage);
     rf_json_key_int(w, "weight_smem_offset", p->weight_smem_offset);
     rf_json_key_int(w, "weight_buffers", p->weight_buffers);
+    if (seg && cp->fault[0])
+        rf_json_key_string(w, "fault", cp->fault);
     if (seg) {
         rf_json_key(w, "segment");
         rf_json_object_begin(w);
@@ -459,11 +461,12 @@ static rf_status_t chain_test_options(const rf_compile_options_t *o) {
     const char *name, *what, *schedules;
     for (int i = 0; rf_compile_fault_info(i, &name, &what, &schedules); i++)
         if (!strcmp(name, o->fault))
-            return !strcmp(schedules, "chain-stream")
+            return !strcmp(schedules, "chain-stream") || !strcmp(schedules, "chain-conventional")
                        ? RF_OK
                        : RF_ERR(RF_CODE_UNSUPPORTED,
                                 "--plant-fault %s is planted in the residual MLP's kernels (%s); "
-                                "a chain package takes stream-no-fence or stream-early-reduce",
+                                "a chain package takes stream-no-fence, stream-early-reduce or "
+                                "conv-no-store",
                                 o->fault, schedules);
     return RF_ERR(RF_CODE_INVALID_ARGUMENT,
                   "--plant-fault %s: no such fault (`rowfuse compile --plant-fault list`)",
@@ -483,12 +486,14 @@ static rf_status_t compile_conv(const rf_chain_t *c, const rf_compile_options_t 
     rf_chain_conv_plan_t cp;
     char path[4096];
     int64_t wh_off = 0, wf_off = 0;
-    if (o->fault)
+    if (o->fault && strcmp(o->fault, "conv-no-store") != 0)
         return RF_ERR(RF_CODE_UNSUPPORTED,
-                      "--plant-fault %s: the conventional schedule of a chain has no planted "
-                      "faults (the chain_stream kernel's are for --schedule chain-stream)",
+                      "--plant-fault %s: the conventional schedule of a chain takes conv-no-store "
+                      "(the chain_stream kernel's faults are for --schedule chain-stream)",
                       o->fault);
     RF_RETURN_IF_ERROR_PLAIN(rf_chain_conv_plan_make(c, rows, t, o->tile_rows, p, &cp));
+    if (o->fault) /* tests of the checks only: every kernel entry carries it */
+        snprintf(cp.fault, sizeof cp.fault, "conv_no_store");
     if (why) {
         size_t n = strlen(p->reason);
         snprintf(p->reason + n, sizeof p->reason - n, " (%s)", why);
@@ -549,6 +554,10 @@ static rf_status_t compile_chain(const rf_chain_t *c, const rf_compile_options_t
     int64_t rows = o->rows > 0 ? o->rows : (c->rows > 0 ? c->rows : 1);
     if (conv)
         return compile_conv(c, o, rows, &t, NULL, p);
+    if (o->fault && !strcmp(o->fault, "conv-no-store"))
+        return RF_ERR(RF_CODE_INVALID_ARGUMENT,
+                      "--plant-fault conv-no-store is planted in the conventional schedule's "
+                      "kernels: it needs --schedule conventional");
     rf_status_t mma = rf_chain_plan_make(c, rows, &t, o->tile_rows, p);
     /* auto, beyond the decode rows, where one block cannot hold a row tile's values: the
      * streaming kernel would stream every weight again for each row tile */

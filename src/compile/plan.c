@@ -77,6 +77,10 @@ static const struct {
      "the cross-block reduction without its release and acquire fences (relaxed counter)"},
     {"stream-early-reduce", "stream_early_reduce", FAULT_STREAM, 0, "chain-stream",
      "the first block to arrive reduces a chunk, before the other blocks' partials are written"},
+    /* a chain's conventional schedule (compile/chain_package.c plants it; chain packages only) */
+    {"conv-no-store", "conv_no_store", FAULT_STREAM, 0, "chain-conventional",
+     "the conventional schedule's kernels skip their scratch stores: a later kernel reads "
+     "the buffer's previous contents"},
 };
 #undef M_
 #undef ALL_MMA_
@@ -187,9 +191,9 @@ rf_status_t rf_compile_plan(int64_t channels, int64_t hidden, const rf_compile_o
     }
     if (o->fault && rf_faults[fault_find(o->fault)].where == FAULT_STREAM)
         return RF_ERR(RF_CODE_UNSUPPORTED,
-                      "--plant-fault %s is planted in the chain_stream kernel of a chain package "
+                      "--plant-fault %s is planted in the %s kernels of a chain package "
                       "(the residual MLP's schedules have no variant of it)",
-                      o->fault);
+                      o->fault, rf_faults[fault_find(o->fault)].schedules);
     if (o->sm_count < 0 || o->sm_count > 1024)
         return RF_ERR(RF_CODE_INVALID_ARGUMENT, "SM count %d outside 1..1024", o->sm_count);
     if (o->sm_count)

@@ -288,20 +288,38 @@ def test_auto_takes_conventional_where_chain_mma_does_not_fit(tmp_path):
     assert json.loads((tmp_path / "pkg4" / "plan.json").read_text())["schedule"] == "chain_stream"
 
 
-def test_conventional_refuses_planted_faults(tmp_path):
+def test_conventional_refuses_other_planted_faults(tmp_path):
     module, ex = blocks.make("gpt2_ffn", small=True, rows=8)
     model = export(module, ex, 8, str(tmp_path / "g.onnx"))
-    p = rowfuse(
-        "compile",
-        model,
-        "--schedule",
-        "conventional",
-        "--plant-fault",
-        "stream-no-fence",
-        "-o",
-        tmp_path / "pkg",
-    )
+    args = ["--schedule", "conventional", "--plant-fault", "stream-no-fence"]
+    p = rowfuse("compile", model, *args, "-o", tmp_path / "pkg")
     assert p.returncode != 0 and "conventional" in p.stderr
+    # and its own fault needs the conventional schedule
+    p = rowfuse("compile", model, "--plant-fault", "conv-no-store", "-o", tmp_path / "pkg2")
+    assert p.returncode != 0 and "--schedule conventional" in p.stderr
+
+
+def test_planted_conv_no_store_drops_exactly_the_scratch_stores(tmp_path):
+    """--plant-fault conv-no-store (tests of the checks only): every kernel entry carries it
+    and the kernels that hand a value to a later one lose their global stores of it (the
+    GPU check must then fail: tests/gpu chains), the last kernel's stores of Y stay."""
+    pytest.importorskip("cutlass")
+    import re
+
+    model, good = _compile("gpt2_ffn", tmp_path, 8)
+    bad = tmp_path / "bad"
+    args = ["--rows", 8, "--schedule", "conventional", "--plant-fault", "conv-no-store"]
+    p = rowfuse("compile", model, *args, "-o", bad)
+    assert p.returncode == 0, p.stdout + p.stderr
+    ks = json.loads((bad / "plan.json").read_text())["kernels"]
+    assert all(k.get("fault") == "conv_no_store" for k in ks)
+
+    def stores(pkg, i):
+        ptx = next((pkg / "kernels").glob(f"*_{i}.ptx")).read_text()
+        return len(re.findall(r"\bst\.global\.", ptx))
+
+    assert stores(good, 0) > 0 and stores(bad, 0) == 0
+    assert stores(bad, 1) == stores(good, 1) > 0
 
 
 def _load_error(pkg) -> str:

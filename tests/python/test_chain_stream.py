@@ -123,5 +123,6 @@ def test_forced_gelu_ffn(tmp_path):
 def test_plant_fault_list_names_chain_stream():
     p = rowfuse("compile", "--plant-fault", "list")
     lines = [ln.split("\t") for ln in p.stdout.splitlines()]
-    assert ["stream-no-fence", "chain-stream"] == lines[-2][:2]
-    assert ["stream-early-reduce", "chain-stream"] == lines[-1][:2]
+    assert ["stream-no-fence", "chain-stream"] == lines[-3][:2]
+    assert ["stream-early-reduce", "chain-stream"] == lines[-2][:2]
+    assert ["conv-no-store", "chain-conventional"] == lines[-1][:2]

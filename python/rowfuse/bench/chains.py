@@ -79,8 +79,8 @@ def package_name(kind: str, rows: int, conventional: bool = False) -> str:
 
 
 def kind_of(name: str) -> str:
-    """The kind of a package_name."""
-    return name.removesuffix("-conv").rsplit("-", 1)[0]
+    """The kind of a package_name (KIND-ROWS[-...]; kinds have no '-')."""
+    return name.split("-", 1)[0]
 
 
 def cells(kinds, rows) -> list[tuple[str, int]]:

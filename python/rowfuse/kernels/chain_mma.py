@@ -477,6 +477,11 @@ class ChainPlan:
             for off in (s.w, s.wg, s.wu, s.b, s.bg, s.bu, s.gamma, s.beta):
                 if off >= 0 and off % 8:
                     raise SpecError(f"{w}: weight offset {off} is not a multiple of 8 elements")
+        if self.fault not in ("", "conv_no_store") or (self.fault and not self.segment):
+            raise SpecError(
+                f"{n}: planted fault {self.fault!r}; a chain_mma kernel takes conv_no_store, "
+                "in a conventional schedule's kernel only"
+            )
         if self.segment:
             self._check_segment()
         ring = self.weight_smem_offset + self.weight_buffers * self.ring_bytes()
@@ -830,7 +835,8 @@ class ChainKernel(TileOps):
             if cutlass.const_expr(val.glob == "y"):
                 if r < nrows and c < val.width:
                     mY[row0 + r, c] = v
-            if cutlass.const_expr(val.glob == "aux"):
+            # (a planted conv_no_store skips these stores: tests of the checks only)
+            if cutlass.const_expr(val.glob == "aux" and self.p.fault != "conv_no_store"):
                 g = ext[0][val.id]
                 if r < nrows and c < val.padded_width:
                     if cutlass.const_expr(val.dtype == "f16"):

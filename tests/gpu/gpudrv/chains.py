@@ -8,13 +8,14 @@ rowfuse-conv: one kernel per linear), and each package's weight map
 (rowfuse.bench.chains.prepare_weights: which module parameter every slice of weights.bin
 holds, checked by rebuilding the file byte for byte), so no weights.bin is carried.
 
-There, in order: every weights.bin written from the modules, once; `rowfuse check` of every
-package at its rows up to CHAINS_CHECK_MAX_ROWS (default 1,000: the fp64 reference runs on
-the CPU), then compute-sanitizer's memcheck and racecheck on three conventional packages
-(CHAINS_SAN); the weight-streaming packages through `rowfuse bench --c` with warm and cold
-L2 (stream.json); then `python -m rowfuse.bench.chains`, in one process, under
-CHAINS_TIMEOUT seconds (default 540; it starts no new cell in its last 90 s and keeps what
-it finished).
+There, in order: every weights.bin written from the modules, once; `rowfuse check` of
+every package at its rows up to CHAINS_CHECK_MAX_ROWS (default 1,000: the fp64 reference
+runs on the CPU) and of a conventional package with its scratch stores planted away
+(FAULT_PACKAGE, --plant-fault conv-no-store: its check must fail), then compute-
+sanitizer's memcheck and racecheck on three conventional packages (CHAINS_SAN); the
+weight-streaming packages through `rowfuse bench --c` with warm and cold L2 (stream.json);
+then `python -m rowfuse.bench.chains`, in one process, under CHAINS_TIMEOUT seconds
+(default 540; it starts no new cell in its last 90 s and keeps what it finished).
 
 Environment: CHAINS_KINDS and CHAINS_ROWS narrow the set (comma-separated); CHAINS_COMPILES
 (default 2) is torch.compile's fresh compiles per shape, the fastest kept; CHAINS_CHECK=0
@@ -64,6 +65,10 @@ def prepare(jobs: int, stamp: str) -> dict:
             (chains.package_name(k, r), [model, "--rows", str(r)], False)
             for _, r in chains.cells([k], rows)
         ]
+        # the planted fault of the conventional schedule: its check must fail (FAULT_PACKAGE)
+        if k == "gpt2_ffn":
+            args = [model, "--rows", "7", "--schedule", "conventional"]
+            specs.append((FAULT_PACKAGE, args + ["--plant-fault", "conv-no-store"], False))
         # the conventional schedule of the same block (the suite's rowfuse-conv)
         specs += [
             (
@@ -171,8 +176,8 @@ def _checks(r: c.Run, d, m) -> None:
     limit = int(os.environ.get("CHAINS_CHECK_MAX_ROWS", "1000"))
     jobs = []
     for name in sorted(m["packages"]):
-        n = int(name.removesuffix("-conv").rsplit("-", 1)[1])
-        if n > limit:
+        n = int(name.split("-")[1])
+        if n > limit or name == FAULT_PACKAGE:
             continue
         js = d / f"check_{name}.json"
         cmd = [r.rowfuse(), "check", c.PKGS / name, "--shapes", str(n), "--replays", "3"]
@@ -183,14 +188,27 @@ def _checks(r: c.Run, d, m) -> None:
         rc, _, secs, to = c.sh(cmd, log=d / f"check_{name}.log", timeout=600, env=r.env)
         return name, n, rc, secs, to, c.read_json(js) or {}
 
+    if FAULT_PACKAGE in m["packages"]:
+        js = d / f"check_{FAULT_PACKAGE}.json"
+        cmd = [r.rowfuse(), "check", c.PKGS / FAULT_PACKAGE, "--shapes", "7", "--json", js]
+        jobs.append((FAULT_PACKAGE, 7, cmd, js))
     rows = []
     for name, n, rc, secs, to, doc in c.pool_map(one, jobs, 8):
         why = "timed out" if to else f"exit {rc}"
-        r.step("chains", f"check {name}", rc == 0 and not to, secs, "" if rc == 0 else why)
+        if name == FAULT_PACKAGE:
+            # caught only as a failed check (exit 1), never a job that could not run (2)
+            caught = rc == 1 and not to
+            r.step("chains", f"planted {name} caught", caught, secs, "" if caught else why)
+        else:
+            r.step("chains", f"check {name}", rc == 0 and not to, secs, "" if rc == 0 else why)
         rows.append({"package": name, "rows": n, "rc": rc, "result": doc})
     c.write_json(d / "checks.json", {"max_rows": limit, "checks": rows})
     r.primary.append(d / "checks.json")
 
+
+# the GPT-2 FFN's conventional schedule at 7 rows with its scratch stores planted away
+# (--plant-fault conv-no-store): `rowfuse check` must fail it
+FAULT_PACKAGE = "gpt2_ffn-7-conv-nostore"
 
 # packages compute-sanitizer runs on (memcheck and racecheck, at the package's rows): the
 # conventional schedule's kernels of three kinds, from 7 to 1,000 rows
@@ -213,7 +231,7 @@ def _sanitize(r: c.Run, d, m) -> None:
         if name not in m["packages"]:
             r.step("chains", f"sanitize {name}", False, 0, "not prepared")
             continue
-        n = name.removesuffix("-conv").rsplit("-", 1)[1]
+        n = name.split("-")[1]
         for tool in ("memcheck", "racecheck"):
             cmd = [san, "--tool", tool, "--error-exitcode", str(summarize.SANITIZER_ERROR_EXIT)]
             cmd += [r.rowfuse(), "check", c.PKGS / name, "--shapes", n]
