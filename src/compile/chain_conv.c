@@ -7,23 +7,6 @@
 
 #include "compile/chain_conv.h"
 
-static int is_mm(const rf_chain_stage_t *s) {
-    return s->op == RF_CHAIN_LINEAR || s->op == RF_CHAIN_GATED;
-}
-
-/* Every value a stage reads. */
-static int reads_of(const rf_chain_stage_t *s, int *out) {
-    int n = 0;
-    if (s->src >= 0)
-        out[n++] = s->src;
-    if (s->src2 >= 0)
-        out[n++] = s->src2;
-    for (int e = 0; e < s->n_epi; e++)
-        if (s->epi[e].op != RF_CHAIN_EPI_ACT)
-            out[n++] = s->epi[e].src;
-    return n;
-}
-
 void rf_chain_conv_plan_free(rf_chain_conv_plan_t *cp) {
     if (!cp)
         return;
@@ -47,7 +30,7 @@ static int cut(const rf_chain_t *c, int few, int *starts) {
             has_mm = 0;
             continue;
         }
-        if (!is_mm(st))
+        if (!rf_chain_stage_is_mm(st))
             continue;
         if (has_mm) {
             int at = s;
@@ -74,7 +57,7 @@ static void split(const rf_chain_t *c, const rf_target_t *t, int64_t rows,
     seg->slices = 1;
     seg->slice_chunks = 0;
     for (int s = p->first_stage; s < p->end_stage; s++)
-        if (is_mm(&c->stages[s])) {
+        if (rf_chain_stage_is_mm(&c->stages[s])) {
             mm = s;
             n_mm++;
         }
@@ -120,7 +103,7 @@ static rf_status_t plan_segments(const rf_chain_t *c, int64_t rows, const rf_tar
         char in[RF_CHAIN_MAX_STAGES + 1] = {0};
         for (int s = starts[i]; s < starts[i + 1]; s++) {
             int r[2 + RF_CHAIN_MAX_EPILOGUE];
-            int k = reads_of(&c->stages[s], r);
+            int k = rf_chain_stage_reads(&c->stages[s], r);
             for (int j = 0; j < k; j++) {
                 int v = r[j], prod = v == 0 ? -1 : seg_of[v - 1];
                 if (prod == i)

@@ -10,12 +10,11 @@ static int64_t up(int64_t a, int64_t b) {
     return (a + b - 1) / b * b;
 }
 
-static int is_mm(const rf_chain_stage_t *s) {
+int rf_chain_stage_is_mm(const rf_chain_stage_t *s) {
     return s->op == RF_CHAIN_LINEAR || s->op == RF_CHAIN_GATED;
 }
 
-/* Every value a stage reads (at most 2 + epilogue operands). */
-static int stage_reads(const rf_chain_stage_t *s, int *out) {
+int rf_chain_stage_reads(const rf_chain_stage_t *s, int *out) {
     int n = 0;
     if (s->src >= 0)
         out[n++] = s->src;
@@ -85,15 +84,15 @@ static void plan_values(const rf_chain_t *c, rf_chain_plan_t *p) {
     for (int s = 0; s < c->n_stages; s++) {
         const rf_chain_stage_t *st = &c->stages[s];
         int reads[2 + RF_CHAIN_MAX_EPILOGUE];
-        int n = stage_reads(st, reads);
+        int n = rf_chain_stage_reads(st, reads);
         for (int i = 0; i < n && s >= s0 && s < s1; i++) {
             read[reads[i]] = 1;
             if (p->values[reads[i]].last < s)
                 p->values[reads[i]].last = s;
         }
-        if (s >= s0 && s < s1 && (is_mm(st) || st->op == RF_CHAIN_NORM))
+        if (s >= s0 && s < s1 && (rf_chain_stage_is_mm(st) || st->op == RF_CHAIN_NORM))
             rows_read[st->src] = 1;
-        if (is_mm(st)) {
+        if (rf_chain_stage_is_mm(st)) {
             rf_chain_stage_plan_t *sp = &p->stages[s];
             sp->k_chunk = (int)(st->k >= 64 ? 64 : up(st->k, 16));
             sp->n_chunk = (int)(st->n >= 64 ? 64 : up(st->n, 16));
@@ -118,7 +117,7 @@ static void plan_values(const rf_chain_t *c, rf_chain_plan_t *p) {
     }
     for (int s = 0; s < c->n_stages; s++) {
         const rf_chain_stage_t *st = &c->stages[s];
-        if (!is_mm(st))
+        if (!rf_chain_stage_is_mm(st))
             continue;
         rf_chain_stage_plan_t *sp = &p->stages[s];
         int64_t dst_pad = st->dst == last ? up(st->n, 16) : p->values[st->dst].padded_width;
@@ -161,7 +160,7 @@ static int64_t ring_bytes(const rf_chain_t *c, const rf_chain_plan_t *p) {
     int64_t r = 0;
     for (int s = p->first_stage; s < p->end_stage; s++) {
         const rf_chain_stage_t *st = &c->stages[s];
-        if (!is_mm(st))
+        if (!rf_chain_stage_is_mm(st))
             continue;
         int64_t b = (st->op == RF_CHAIN_GATED ? 2 : 1) * (int64_t)p->stages[s].k_chunk *
                     (p->stages[s].n_chunk + RF_SMEM_ROW_PAD) * 2;
@@ -229,7 +228,7 @@ static void place_weights(const rf_chain_t *c, rf_chain_plan_t *p) {
         rf_chain_stage_plan_t *sp = &p->stages[s];
         int64_t w = c->values[st->dst].width;
         sp->w = sp->wu = sp->b = sp->bu = sp->gamma = sp->beta = -1;
-        if (is_mm(st)) {
+        if (rf_chain_stage_is_mm(st)) {
             sp->w = wh;
             wh = up(wh + st->k * st->n, 8);
             if (st->op == RF_CHAIN_GATED) {
@@ -266,12 +265,12 @@ static int mark_streams(const rf_chain_t *c, rf_chain_plan_t *p, int on) {
     for (int s = p->first_stage; s < p->end_stage; s++) {
         const rf_chain_stage_t *st = &c->stages[s];
         p->stages[s].a_stream = 0;
-        if (!on || !is_mm(st) || st->src - 1 >= p->first_stage)
+        if (!on || !rf_chain_stage_is_mm(st) || st->src - 1 >= p->first_stage)
             continue;
         int others = 0;
         for (int u = p->first_stage; u < p->end_stage; u++) {
             int reads[2 + RF_CHAIN_MAX_EPILOGUE];
-            int k = stage_reads(&c->stages[u], reads);
+            int k = rf_chain_stage_reads(&c->stages[u], reads);
             for (int i = 0; i < k; i++)
                 others += reads[i] == st->src && !(u == s && i == 0);
         }

@@ -69,6 +69,12 @@ typedef struct rf_chain_plan {
     char generator[128];
 } rf_chain_plan_t;
 
+/* A linear or gated stage (a matmul). */
+int rf_chain_stage_is_mm(const rf_chain_stage_t *s);
+/* Every value stage s reads into out (its input first, then the second operand, then the
+ * epilogue's operands); returns how many (at most 2 + RF_CHAIN_MAX_EPILOGUE). */
+int rf_chain_stage_reads(const rf_chain_stage_t *s, int *out);
+
 /* Decides the plan of chain c for `rows` rows on target t; tile_rows 0 = auto, else 16,
  * 32 or 64 (UNSUPPORTED when that tile does not fit). No file is touched. */
 rf_status_t rf_chain_plan_make(const rf_chain_t *c, int64_t rows, const rf_target_t *t,

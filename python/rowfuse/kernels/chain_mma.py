@@ -717,15 +717,20 @@ class ChainKernel(TileOps):
             cute.arch.cp_async_wait_group(0)
             cute.arch.sync_threads()
             ctx = (mWh, mWf, mY, slots, base, row0, nrows, tid, None)
-            for s in p.stages:
-                if cutlass.const_expr(s.op in ("linear", "gated")):
-                    self.matmul_stage(ctx, s)
-                elif cutlass.const_expr(s.op == "norm"):
-                    self.norm_stage(ctx, s)
-                else:
-                    self.elementwise_stage(ctx, s)
+            self.run_stages(ctx)
             if cutlass.const_expr(p.values[-1].smem_offset >= 0):
                 self.copy_out(ctx)
+
+    @cute.jit
+    def run_stages(self, ctx):
+        """Every stage of the plan in order over one row tile (ctx: kernel's state)."""
+        for s in self.p.stages:
+            if cutlass.const_expr(s.op in ("linear", "gated")):
+                self.matmul_stage(ctx, s)
+            elif cutlass.const_expr(s.op == "norm"):
+                self.norm_stage(ctx, s)
+            else:
+                self.elementwise_stage(ctx, s)
 
     def slot(self, base, v: Value):
         """Value v's tile [tile_rows, padded_width] in shared memory (None for Y outside)."""
@@ -1294,13 +1299,7 @@ class SegmentKernel(ChainKernel):
             cute.arch.cp_async_wait_group(0)
             cute.arch.sync_threads()
             ctx = (mWh, mWf, mY, slots, base, row0, nrows, tid, (auxv, sl, mX))
-            for s in p.stages:
-                if cutlass.const_expr(s.op in ("linear", "gated")):
-                    self.matmul_stage(ctx, s)
-                elif cutlass.const_expr(s.op == "norm"):
-                    self.norm_stage(ctx, s)
-                else:
-                    self.elementwise_stage(ctx, s)
+            self.run_stages(ctx)
 
     def aux_view(self, mA, v: Value, rows):
         """Value v's columns of the scratch, [rows, padded_width] at its dtype (None when
