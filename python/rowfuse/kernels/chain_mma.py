@@ -273,11 +273,6 @@ class ChainPlan:
     def threads(self) -> int:
         return 32 * self.warps
 
-    @property
-    def last_stage(self) -> int:
-        """The chain's stage id of this kernel's last stage."""
-        return self.first_stage + len(self.stages) - 1
-
     def split_after(self, sid: int) -> bool:
         """Stage `sid` (a chain stage id) runs on its block's column slice only."""
         return self.split_stage >= 0 and sid >= self.split_stage
@@ -775,7 +770,7 @@ class ChainKernel(TileOps):
         the rows and K), in the caller's cp.async group."""
         mWh, mWf, mY, slots, base, row0, nrows, tid, ext = ctx
         kc = s.k_chunk
-        g = ext[2] if s.src == 0 else ext[0][s.src]
+        g = ext[0][s.src]
         vec = self.vx if s.src == 0 else 8
         ra = self.ring_a(base, s)
         self.stage(
@@ -806,7 +801,7 @@ class ChainKernel(TileOps):
         mWh, mWf, mY, slots, base, row0, nrows, tid, ext = ctx
         if cutlass.const_expr(self.p.values[vid].smem_offset >= 0 or not self.p.segment):
             return self.load(slots[vid], self.f16(vid), r, c)
-        g = ext[2] if vid == 0 else ext[0][vid]
+        g = ext[0][vid]
         v = cutlass.Float32(0.0)
         if r < nrows:
             v = self.load(g, self.f16(vid), row0 + r, c)
@@ -814,40 +809,29 @@ class ChainKernel(TileOps):
 
     @cute.jit
     def put(self, ctx, t, val: cutlass.Constexpr, r, c, v):
-        """Stores fp32 v as value `val` at (r, c): into its slot t at its dtype when
-        c < padded_width (v is 0 for padding columns), or to Y in global memory when
-        r < rows and c < N_out (t is None then)."""
+        """Stores fp32 v as value `val` at (r, c): into its slot t at its dtype when it has
+        one and c < padded_width (v is 0 for padding columns); to Y in global memory when
+        r < rows and c < N_out (the whole chain's kernel: Y has no slot; a conventional
+        kernel: "global" y); and, in a conventional kernel, into the scratch when a later
+        kernel reads it (r < rows, c < padded_width)."""
         mWh, mWf, mY, slots, base, row0, nrows, tid, ext = ctx
-        if cutlass.const_expr(not self.p.segment):
-            if cutlass.const_expr(val.smem_offset < 0):
-                if r < nrows and c < val.width:
-                    mY[row0 + r, c] = v
-            else:
-                if c < val.padded_width:
-                    if cutlass.const_expr(val.dtype == "f16"):
-                        t[r, c] = v.to(cutlass.Float16)
-                    else:
-                        t[r, c] = v
-        else:
-            # a conventional schedule's kernel: the slot when this kernel reads the value,
-            # and the caller's Y or the scratch when a later kernel does
-            if cutlass.const_expr(val.smem_offset >= 0):
-                if c < val.padded_width:
-                    if cutlass.const_expr(val.dtype == "f16"):
-                        t[r, c] = v.to(cutlass.Float16)
-                    else:
-                        t[r, c] = v
-            if cutlass.const_expr(val.glob == "y"):
-                if r < nrows and c < val.width:
-                    mY[row0 + r, c] = v
-            # (a planted conv_no_store skips these stores: tests of the checks only)
-            if cutlass.const_expr(val.glob == "aux" and self.p.fault != "conv_no_store"):
-                g = ext[0][val.id]
-                if r < nrows and c < val.padded_width:
-                    if cutlass.const_expr(val.dtype == "f16"):
-                        g[row0 + r, c] = v.to(cutlass.Float16)
-                    else:
-                        g[row0 + r, c] = v
+        if cutlass.const_expr(val.smem_offset >= 0):
+            if c < val.padded_width:
+                if cutlass.const_expr(val.dtype == "f16"):
+                    t[r, c] = v.to(cutlass.Float16)
+                else:
+                    t[r, c] = v
+        if cutlass.const_expr(val.smem_offset < 0 if not self.p.segment else val.glob == "y"):
+            if r < nrows and c < val.width:
+                mY[row0 + r, c] = v
+        # (a planted conv_no_store skips these stores: tests of the checks only)
+        if cutlass.const_expr(val.glob == "aux" and self.p.fault != "conv_no_store"):
+            g = ext[0][val.id]
+            if r < nrows and c < val.padded_width:
+                if cutlass.const_expr(val.dtype == "f16"):
+                    g[row0 + r, c] = v.to(cutlass.Float16)
+                else:
+                    g[row0 + r, c] = v
 
     # ------------------------------------------------------------------ stage templates
     @cute.jit
@@ -883,62 +867,24 @@ class ChainKernel(TileOps):
         vw = _vec_elems(s.n, 2)
         src = slots[s.src]
 
+        # the n chunks this block runs: all of them, or its column slice [nj0, nj1) of a
+        # split kernel's matmul
+        nj0, nj1, span = 0, nn, None
         if cutlass.const_expr(s.dst - 1 == p.split_stage):
-            # this block's column slice: n chunks [nj0, nj1)
             nj0 = ext[1] * p.slice_chunks
             nj1 = nj0 + p.slice_chunks
             if nj1 > nn:
                 nj1 = nn
-            for m in cutlass.range_constexpr(s.mats):
-                self.stage(
-                    gws[m],
-                    rings[m][None, None, 0],
-                    0,
-                    s.k,
-                    nj0 * nc,
-                    s.n - nj0 * nc,
-                    kc,
-                    nc,
-                    vw,
-                    tid,
-                )
-            if cutlass.const_expr(s.a_stream):
-                self.stage_a(ctx, s, 0, 0)
-            cute.arch.cp_async_commit_group()
-            for nj in cutlass.range(nj0, nj1, unroll=1):
-                accs = [
-                    tiled_mma.make_fragment_C(tiled_mma.partition_shape_C((tm, nc)))
-                    for _ in range(s.mats)
-                ]
-                for m in cutlass.range_constexpr(s.mats):
-                    accs[m].fill(0.0)
-                mm = (tiled_mma, thr_mma, thr_a, thr_b, tCc, gws, rings, vw, src, active)
-                if cutlass.const_expr(nk <= UNROLL_K):
-                    for kj in cutlass.range_constexpr(nk):
-                        self.k_step(ctx, s, mm, accs, nj, kj, (nj0, nj1))
-                else:
-                    for kj in cutlass.range(nk, unroll=1):
-                        self.k_step(ctx, s, mm, accs, nj, kj, (nj0, nj1))
-        else:
-            self.matmul_all(ctx, s, tiled_mma, thr_mma, thr_a, thr_b, tCc, gws, rings, vw, src)
-
-    @cute.jit
-    def matmul_all(
-        self, ctx, s: cutlass.Constexpr, tiled_mma, thr_mma, thr_a, thr_b, tCc, gws, rings, vw, src
-    ):
-        """Every n chunk of stage s (the whole chain's kernel, or an unsplit stage)."""
-        mWh, mWf, mY, slots, base, row0, nrows, tid, ext = ctx
-        p, tm = self.p, self.tm
-        kc, nc = s.k_chunk, s.n_chunk
-        nk, nn = s.k_pad // kc, s.n_pad // nc
-        active = 32 * p.warps_m * self.warps_n_of(s)
+            span = (nj0, nj1)
         # the first W tile
         for m in cutlass.range_constexpr(s.mats):
-            self.stage(gws[m], rings[m][None, None, 0], 0, s.k, 0, s.n, kc, nc, vw, tid)
+            self.stage(
+                gws[m], rings[m][None, None, 0], 0, s.k, nj0 * nc, s.n - nj0 * nc, kc, nc, vw, tid
+            )
         if cutlass.const_expr(s.a_stream):
             self.stage_a(ctx, s, 0, 0)
         cute.arch.cp_async_commit_group()
-        for nj in cutlass.range(nn, unroll=1):
+        for nj in cutlass.range(nj0, nj1, unroll=1):
             accs = [
                 tiled_mma.make_fragment_C(tiled_mma.partition_shape_C((tm, nc)))
                 for _ in range(s.mats)
@@ -948,10 +894,10 @@ class ChainKernel(TileOps):
             mm = (tiled_mma, thr_mma, thr_a, thr_b, tCc, gws, rings, vw, src, active)
             if cutlass.const_expr(nk <= UNROLL_K):
                 for kj in cutlass.range_constexpr(nk):
-                    self.k_step(ctx, s, mm, accs, nj, kj)
+                    self.k_step(ctx, s, mm, accs, nj, kj, span)
             else:
                 for kj in cutlass.range(nk, unroll=1):
-                    self.k_step(ctx, s, mm, accs, nj, kj)
+                    self.k_step(ctx, s, mm, accs, nj, kj, span)
 
     @cute.jit
     def k_step(self, ctx, s: cutlass.Constexpr, mm, accs, nj, kj, span=None):
@@ -1269,7 +1215,8 @@ class SegmentKernel(ChainKernel):
         smem = cutlass.utils.SmemAllocator()
         base = smem.allocate(p.smem_bytes, 128)
         slots = [self.slot(base, v) for v in p.values]
-        auxv = [self.aux_view(mA, v, rows) for v in p.values]
+        # each value's tensor in global memory: X, the scratch's columns, else None
+        gvals = [mX] + [self.aux_view(mA, v, rows) for v in p.values[1:]]
         ntiles = (rows + tm - 1) // tm
         for item in cutlass.range(bid, ntiles * p.slices, nblk):
             tile = item // p.slices
@@ -1284,7 +1231,7 @@ class SegmentKernel(ChainKernel):
                     )
                 else:
                     self.stage(
-                        auxv[v],
+                        gvals[v],
                         slots[v],
                         row0,
                         nrows,
@@ -1298,7 +1245,7 @@ class SegmentKernel(ChainKernel):
             cute.arch.cp_async_commit_group()
             cute.arch.cp_async_wait_group(0)
             cute.arch.sync_threads()
-            ctx = (mWh, mWf, mY, slots, base, row0, nrows, tid, (auxv, sl, mX))
+            ctx = (mWh, mWf, mY, slots, base, row0, nrows, tid, (gvals, sl))
             self.run_stages(ctx)
 
     def aux_view(self, mA, v: Value, rows):
