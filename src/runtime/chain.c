@@ -443,17 +443,13 @@ int64_t rf_chain_pkg_in_width(const rf_chain_pkg_t *c) {
 int64_t rf_chain_pkg_out_width(const rf_chain_pkg_t *c) {
     return c->out_width;
 }
-/* A conventional schedule's kernel: row tiles x slices work items over the persistent grid,
- * balanced (every block the same number of items, give or take one). */
+/* A conventional schedule's kernel: its row tiles x slices work items under the plan's grid
+ * rule (rf_plan_grid, balanced), each item counted as a one-row tile. */
 static int32_t seg_grid(const rf_chain_pkg_t *c, const rf_chain_seg_kernel_t *k, int64_t rows) {
-    int64_t items = (rows + k->spec.tile_rows - 1) / k->spec.tile_rows * k->slices;
-    int64_t cap = (int64_t)c->grid_plan.target.sm_count * k->spec.blocks_per_sm;
-    if (items < 1)
-        items = 1;
-    if (items <= cap)
-        return (int32_t)items;
-    int64_t per = (items + cap - 1) / cap;
-    return (int32_t)((items + per - 1) / per);
+    rf_kernel_spec_t item = k->spec;
+    item.tile_rows = 1;
+    return rf_plan_grid(&c->grid_plan, &item,
+                        (rows + k->spec.tile_rows - 1) / k->spec.tile_rows * k->slices);
 }
 
 int32_t rf_chain_pkg_grid(const rf_chain_pkg_t *c, int64_t rows) {
@@ -464,7 +460,7 @@ int32_t rf_chain_pkg_grid(const rf_chain_pkg_t *c, int64_t rows) {
 
 /* Scratch bytes of a chain_stream launch or a conventional schedule at `rows` (0 for
  * chain_mma). */
-static int64_t stream_scratch_bytes(const rf_chain_pkg_t *c, int64_t rows) {
+static int64_t scratch_bytes(const rf_chain_pkg_t *c, int64_t rows) {
     if (c->n_segs) {
         int64_t b = 2 * rows * c->aux_row;
         return b < 16 ? 16 : b;
@@ -475,10 +471,22 @@ static int64_t stream_scratch_bytes(const rf_chain_pkg_t *c, int64_t rows) {
     return 4 * (rows * c->partial_per_row + tiles * c->counters_per_tile);
 }
 
+/* One kernel of the library on `grid` blocks; a CUDA error names the kernel and the rows. */
+static rf_status_t launch_kernel(const rf_chain_pkg_t *c, int index, const char *name,
+                                 const rf_chain_args_t *args, int32_t grid, void *stream) {
+    int err = c->launch(index, args, grid, stream);
+    if (err != 0) {
+        char call[160];
+        snprintf(call, sizeof(call), "rf_pkg_launch_chain(%s, rows=%lld, grid=%d)", name,
+                 (long long)args->rows, (int)grid);
+        return rf_cuda_status_raw(err, __FILE__, __LINE__, call);
+    }
+    return RF_OK;
+}
+
 rf_status_t rf_chain_pkg_launch(const rf_chain_pkg_t *c, const rf_chain_args_t *args,
                                 void *stream) {
     int64_t widest;
-    int err;
     if (!c || !c->initialized || !args)
         return RF_ERR(RF_CODE_INVALID_ARGUMENT,
                       "rf_chain_pkg_launch: a loaded chain package and its arguments are required");
@@ -492,38 +500,23 @@ rf_status_t rf_chain_pkg_launch(const rf_chain_pkg_t *c, const rf_chain_args_t *
                       "%s: %lld rows; the conventional schedule's scratch holds rows * %lld fp16 "
                       "elements, at most 2^31 - 1",
                       c->kernel.name, (long long)args->rows, (long long)c->aux_row);
-    if (c->n_segs && (!args->scratch || args->scratch_bytes < stream_scratch_bytes(c, args->rows)))
+    int64_t need = scratch_bytes(c, args->rows);
+    if (need && (!args->scratch || args->scratch_bytes < need))
         return RF_ERR(RF_CODE_INVALID_ARGUMENT,
-                      "%s is a conventional schedule of %d kernels: it needs %lld bytes of "
-                      "scratch at %lld rows (args.scratch) for the values between them, got %lld",
-                      c->kernel.name, c->n_segs, (long long)stream_scratch_bytes(c, args->rows),
-                      (long long)args->rows, (long long)args->scratch_bytes);
-    if (c->stream && (!args->scratch || args->scratch_bytes < stream_scratch_bytes(c, args->rows)))
-        return RF_ERR(RF_CODE_INVALID_ARGUMENT,
-                      "%s is a chain_stream kernel: it needs %lld bytes of scratch at %lld rows "
-                      "(args.scratch, counters zeroed before the first launch), got %lld; a "
-                      "package compiled with --schedule chain needs none",
-                      c->kernel.name, (long long)stream_scratch_bytes(c, args->rows),
-                      (long long)args->rows, (long long)args->scratch_bytes);
-    for (int i = 0; i < c->n_segs; i++) {
-        err = c->launch(c->segs[i].index, args, seg_grid(c, &c->segs[i], args->rows), stream);
-        if (err != 0) {
-            char call[160];
-            snprintf(call, sizeof(call), "rf_pkg_launch_chain(%s, rows=%lld)", c->segs[i].spec.name,
-                     (long long)args->rows);
-            return rf_cuda_status_raw(err, __FILE__, __LINE__, call);
-        }
-    }
+                      "%s needs %lld bytes of scratch at %lld rows (args.scratch), got %lld: %s",
+                      c->kernel.name, (long long)need, (long long)args->rows,
+                      (long long)args->scratch_bytes,
+                      c->n_segs ? "the values between the conventional schedule's kernels"
+                                : "a chain_stream kernel's partials and counters (zeroed before "
+                                  "the first launch); a package compiled with --schedule chain "
+                                  "needs none");
+    for (int i = 0; i < c->n_segs; i++)
+        RF_RETURN_IF_ERROR_PLAIN(launch_kernel(c, c->segs[i].index, c->segs[i].spec.name, args,
+                                               seg_grid(c, &c->segs[i], args->rows), stream));
     if (c->n_segs)
         return RF_OK;
-    err = c->launch(c->kernel_index, args, rf_chain_pkg_grid(c, args->rows), stream);
-    if (err != 0) {
-        char call[160];
-        snprintf(call, sizeof(call), "rf_pkg_launch_chain(%s, rows=%lld)", c->kernel.name,
-                 (long long)args->rows);
-        return rf_cuda_status_raw(err, __FILE__, __LINE__, call);
-    }
-    return RF_OK;
+    return launch_kernel(c, c->kernel_index, c->kernel.name, args, rf_chain_pkg_grid(c, args->rows),
+                         stream);
 }
 
 /* ---- device buffers and the graph ---- */
@@ -571,7 +564,7 @@ static rf_status_t upload_weights(const rf_chain_pkg_t *c, void *dst, int64_t of
 
 /* chain_stream: the scratch for the exec's rows, zeroed (the counters must start at 0). */
 static rf_status_t alloc_scratch(rf_chain_exec_t *e) {
-    e->scratch_bytes = stream_scratch_bytes(e->pkg, e->rows);
+    e->scratch_bytes = scratch_bytes(e->pkg, e->rows);
     e->partial_bytes = e->pkg->stream   ? 4 * e->rows * e->pkg->partial_per_row
                        : e->pkg->n_segs ? e->scratch_bytes
                                         : 0;
@@ -606,19 +599,11 @@ static rf_status_t count_nodes(rf_chain_exec_t *e) {
 rf_status_t rf_chain_launch(rf_chain_exec_t *e, void *stream) {
     rf_chain_args_t args = {e->x,    e->wh,      e->wf,           (float *)e->y,
                             e->rows, e->scratch, e->scratch_bytes};
-    int err;
     if (!e->pkg->initialized)
         return RF_ERR(RF_CODE_INVALID_ARGUMENT, "chain package %s is not initialised", e->pkg->dir);
     if (e->pkg->n_segs)
         return rf_chain_pkg_launch(e->pkg, &args, stream);
-    err = e->pkg->launch(e->pkg->kernel_index, &args, e->grid, stream);
-    if (err != 0) {
-        char call[160];
-        snprintf(call, sizeof(call), "rf_pkg_launch_chain(%s, rows=%lld, grid=%d)",
-                 e->pkg->kernel.name, (long long)e->rows, (int)e->grid);
-        return rf_cuda_status_raw(err, __FILE__, __LINE__, call);
-    }
-    return RF_OK;
+    return launch_kernel(e->pkg, e->pkg->kernel_index, e->pkg->kernel.name, &args, e->grid, stream);
 }
 
 static rf_status_t capture(rf_chain_exec_t *e, void *stream) {
