@@ -218,9 +218,12 @@ rf_status_t rf_chain_conv_plan_make(const rf_chain_t *c, int64_t rows, const rf_
     }
     free(alt);
     snprintf(whole->name, sizeof whole->name, "conv_%s", whole->hash);
+    int with_mm = 0;
+    for (int s = 0; s < c->n_stages; s++)
+        with_mm += rf_chain_stage_is_mm(&c->stages[s]);
     snprintf(whole->reason, sizeof whole->reason,
-             "conventional: %d kernels (one per linear stage with its epilogue, a norm before "
-             "a linear in its prologue), %lld bytes of scratch per row between them",
-             n, (long long)(2 * cp->aux_row));
+             "conventional: %d kernels (%d with a linear stage and its epilogue, %d without: "
+             "a norm's), %lld bytes of scratch per row between them",
+             n, with_mm, n - with_mm, (long long)(2 * cp->aux_row));
     return RF_OK;
 }

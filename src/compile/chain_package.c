@@ -239,11 +239,11 @@ void rf_chain_json_stages(rf_json_writer_t *w, const rf_chain_plan_t *p) {
 }
 
 /* A chain_mma kernel entry (kernel_spec.json; plan.json adds the facts): the whole chain's, or
- * (seg and cp not NULL) one kernel of the conventional schedule, its stage range, where its
+ * (cp not NULL) kernel `index` of the conventional schedule, its stage range, where its
  * values live in global memory and its "segment" object. */
 static void write_kernel_of(rf_json_writer_t *w, const rf_chain_plan_t *p,
-                            const rf_chain_seg_plan_t *seg, int index,
-                            const rf_chain_conv_plan_t *cp, int with_facts) {
+                            const rf_chain_conv_plan_t *cp, int index, int with_facts) {
+    const rf_chain_seg_plan_t *seg = cp ? &cp->segs[index] : NULL;
     rf_json_object_begin(w);
     rf_json_key_string(w, "name", p->name);
     rf_json_key_string(w, "mode", "chain_mma");
@@ -253,7 +253,7 @@ static void write_kernel_of(rf_json_writer_t *w, const rf_chain_plan_t *p,
     rf_json_key_int(w, "warps", p->warps);
     rf_json_key_int(w, "threads", 32 * p->warps);
     rf_json_key_int(w, "smem_bytes", p->smem_bytes);
-    write_values_of(w, p, 1, seg ? cp : NULL);
+    write_values_of(w, p, 1, cp);
     write_stage_range(w, p, p->first_stage, p->end_stage);
     rf_json_key_int(w, "weight_smem_offset", p->weight_smem_offset);
     rf_json_key_int(w, "weight_buffers", p->weight_buffers);
@@ -296,7 +296,7 @@ static void write_kernel_of(rf_json_writer_t *w, const rf_chain_plan_t *p,
 }
 
 static void write_kernel(rf_json_writer_t *w, const rf_chain_plan_t *p, int with_facts) {
-    write_kernel_of(w, p, NULL, 0, NULL, with_facts);
+    write_kernel_of(w, p, NULL, 0, with_facts);
 }
 
 static rf_status_t finish(rf_json_writer_t *w, FILE *f, const char *path) {
@@ -391,7 +391,7 @@ static void conv_entry(rf_json_writer_t *w, const rf_chain_plan_t *p, const void
     const rf_chain_conv_plan_t *cp = ctx;
     (void)p;
     for (int i = 0; i < cp->n_segs; i++)
-        write_kernel_of(w, &cp->segs[i].plan, &cp->segs[i], i, cp, with_facts);
+        write_kernel_of(w, &cp->segs[i].plan, cp, i, with_facts);
 }
 
 rf_status_t rf_chain_conv_spec_write(const rf_chain_plan_t *whole, const rf_chain_conv_plan_t *cp,
@@ -473,19 +473,54 @@ static rf_status_t chain_test_options(const rf_compile_options_t *o) {
                   o->fault);
 }
 
-/* The generator's facts of every kernel of the conventional schedule. */
-static rf_status_t read_conv_facts(const char *path, rf_chain_conv_plan_t *cp) {
-    for (int i = 0; i < cp->n_segs; i++)
-        RF_RETURN_IF_ERROR_PLAIN(read_facts(path, &cp->segs[i].plan));
+/* The generator's facts of every kernel of the conventional schedule, and the whole plan's:
+ * the most registers, the fewest blocks per SM. */
+static rf_status_t read_conv_facts(const char *path, rf_chain_conv_plan_t *cp, rf_chain_plan_t *p) {
+    for (int i = 0; i < cp->n_segs; i++) {
+        rf_chain_plan_t *k = &cp->segs[i].plan;
+        RF_RETURN_IF_ERROR_PLAIN(read_facts(path, k));
+        if (k->registers > p->registers)
+            p->registers = k->registers;
+        if (i == 0 || k->blocks_per_sm < p->blocks_per_sm)
+            p->blocks_per_sm = k->blocks_per_sm;
+        snprintf(p->generator, sizeof p->generator, "%s", k->generator);
+    }
     return RF_OK;
+}
+
+/* The kernels a package is written for: chain_mma's (both NULL), the chain_stream kernel's
+ * (sp) or the conventional schedule's (cp). */
+typedef struct pkg_kernels {
+    const rf_chain_stream_plan_t *sp;
+    rf_chain_conv_plan_t *cp;
+} pkg_kernels_t;
+
+/* The package's files in order: weights.bin, kernel_spec.json, the generator's kernels and
+ * facts, plan.json. */
+static rf_status_t write_package(const rf_compile_options_t *o, rf_chain_plan_t *p,
+                                 pkg_kernels_t k) {
+    char path[4096];
+    int64_t wh_off = 0, wf_off = 0;
+    RF_RETURN_IF_ERROR_PLAIN(rf_compile_mkdir_p(o->out_dir));
+    snprintf(path, sizeof path, "%s/weights.bin", o->out_dir);
+    RF_RETURN_IF_ERROR_PLAIN(rf_chain_weights_write(p, path, &wh_off, &wf_off));
+    snprintf(path, sizeof path, "%s/kernel_spec.json", o->out_dir);
+    RF_RETURN_IF_ERROR_PLAIN(k.cp   ? rf_chain_conv_spec_write(p, k.cp, path)
+                             : k.sp ? rf_chain_stream_spec_write(p, k.sp, path)
+                                    : rf_chain_spec_write(p, path));
+    RF_RETURN_IF_ERROR_PLAIN(run_generator(o));
+    snprintf(path, sizeof path, "%s/kernels.json", o->out_dir);
+    RF_RETURN_IF_ERROR_PLAIN(k.cp ? read_conv_facts(path, k.cp, p) : read_facts(path, p));
+    snprintf(path, sizeof path, "%s/plan.json", o->out_dir);
+    return k.cp   ? rf_chain_conv_plan_write(p, k.cp, o->model, wh_off, wf_off, path)
+           : k.sp ? rf_chain_stream_plan_write(p, k.sp, o->model, wh_off, wf_off, path)
+                  : rf_chain_plan_write(p, o->model, wh_off, wf_off, path);
 }
 
 /* The conventional schedule's package (compile/chain_conv.h); p receives the whole plan. */
 static rf_status_t compile_conv(const rf_chain_t *c, const rf_compile_options_t *o, int64_t rows,
                                 const rf_target_t *t, const char *why, rf_chain_plan_t *p) {
     rf_chain_conv_plan_t cp;
-    char path[4096];
-    int64_t wh_off = 0, wf_off = 0;
     if (o->fault && strcmp(o->fault, "conv-no-store") != 0)
         return RF_ERR(RF_CODE_UNSUPPORTED,
                       "--plant-fault %s: the conventional schedule of a chain takes conv-no-store "
@@ -498,34 +533,7 @@ static rf_status_t compile_conv(const rf_chain_t *c, const rf_compile_options_t 
         size_t n = strlen(p->reason);
         snprintf(p->reason + n, sizeof p->reason - n, " (%s)", why);
     }
-    rf_status_t st = rf_compile_mkdir_p(o->out_dir);
-    if (!st) {
-        snprintf(path, sizeof path, "%s/weights.bin", o->out_dir);
-        st = rf_chain_weights_write(p, path, &wh_off, &wf_off);
-    }
-    if (!st) {
-        snprintf(path, sizeof path, "%s/kernel_spec.json", o->out_dir);
-        st = rf_chain_conv_spec_write(p, &cp, path);
-    }
-    if (!st)
-        st = run_generator(o);
-    if (!st) {
-        snprintf(path, sizeof path, "%s/kernels.json", o->out_dir);
-        st = read_conv_facts(path, &cp);
-    }
-    for (int i = 0; !st && i < cp.n_segs; i++) {
-        /* the whole plan's facts: the most registers, the fewest blocks per SM */
-        const rf_chain_plan_t *k = &cp.segs[i].plan;
-        if (k->registers > p->registers)
-            p->registers = k->registers;
-        if (i == 0 || k->blocks_per_sm < p->blocks_per_sm)
-            p->blocks_per_sm = k->blocks_per_sm;
-        snprintf(p->generator, sizeof p->generator, "%s", k->generator);
-    }
-    if (!st) {
-        snprintf(path, sizeof path, "%s/plan.json", o->out_dir);
-        st = rf_chain_conv_plan_write(p, &cp, o->model, wh_off, wf_off, path);
-    }
+    rf_status_t st = write_package(o, p, (pkg_kernels_t){NULL, &cp});
     rf_chain_conv_plan_free(&cp);
     return st;
 }
@@ -533,8 +541,6 @@ static rf_status_t compile_conv(const rf_chain_t *c, const rf_compile_options_t 
 static rf_status_t compile_chain(const rf_chain_t *c, const rf_compile_options_t *o,
                                  rf_chain_plan_t *p) {
     rf_target_t t;
-    char path[4096];
-    int64_t wh_off = 0, wf_off = 0;
     if (!o->out_dir || !o->out_dir[0])
         return RF_ERR(RF_CODE_INVALID_ARGUMENT, "no output directory (-o)");
     RF_RETURN_IF_ERROR_PLAIN(chain_test_options(o));
@@ -571,18 +577,7 @@ static rf_status_t compile_chain(const rf_chain_t *c, const rf_compile_options_t
     rf_chain_stream_plan_t sp;
     int stream = 0;
     RF_RETURN_IF_ERROR_PLAIN(rf_chain_stream_choose(c, o, rows, &t, mma, p, &sp, &stream));
-    RF_RETURN_IF_ERROR_PLAIN(rf_compile_mkdir_p(o->out_dir));
-    snprintf(path, sizeof path, "%s/weights.bin", o->out_dir);
-    RF_RETURN_IF_ERROR_PLAIN(rf_chain_weights_write(p, path, &wh_off, &wf_off));
-    snprintf(path, sizeof path, "%s/kernel_spec.json", o->out_dir);
-    RF_RETURN_IF_ERROR_PLAIN(stream ? rf_chain_stream_spec_write(p, &sp, path)
-                                    : rf_chain_spec_write(p, path));
-    RF_RETURN_IF_ERROR_PLAIN(run_generator(o));
-    snprintf(path, sizeof path, "%s/kernels.json", o->out_dir);
-    RF_RETURN_IF_ERROR_PLAIN(read_facts(path, p));
-    snprintf(path, sizeof path, "%s/plan.json", o->out_dir);
-    return stream ? rf_chain_stream_plan_write(p, &sp, o->model, wh_off, wf_off, path)
-                  : rf_chain_plan_write(p, o->model, wh_off, wf_off, path);
+    return write_package(o, p, (pkg_kernels_t){stream ? &sp : NULL, NULL});
 }
 
 int rf_compile_is_chain_schedule(const char *schedule) {
