@@ -269,6 +269,9 @@ class ChainBlock(_Loaded):
         self.rows = rows  # the rows the plan was made for; any count runs
         self.model = model
         self.kernel_name = self.plan["kernels"][0]["name"] if self.plan.get("kernels") else None
+        # the conventional schedule's scratch row between its kernels (fp16 elements)
+        conv = self.plan.get("schedule") == "conventional"
+        self._aux_row = int(ch.get("aux_row", 0)) if conv else None
         self._pkg = ctypes.c_void_p()
         self.device = None
         if device is not None or torch.cuda.is_available():
@@ -292,7 +295,7 @@ class ChainBlock(_Loaded):
                     f"{self.package}: the runtime reads widths {got}, plan.json "
                     f"{(self.in_width, self.out_width)}"
                 )
-            wh, wf = _chain_weights(self.package, ch)
+            wh, wf = chain_weights(self.package, ch)
             # at least one element each: the kernel ABI wants non-null pointers
             dev = self.device
             self._wh = torch.from_numpy(wh if wh.size else np.zeros(8, np.float16)).to(dev)
@@ -345,11 +348,10 @@ class ChainBlock(_Loaded):
         x = _aligned(x)
         ptrs = (x.data_ptr(), self._wh.data_ptr(), self._wf.data_ptr(), y.data_ptr())
         a = cabi.ChainArgs(*ptrs, rows)
-        aux_row = int(self.plan["chain"].get("aux_row", 0))
-        if self.plan.get("schedule") == "conventional":
+        if self._aux_row is not None:
             # the values between the conventional schedule's kernels, from torch's allocator
             # on the current stream (so a CUDA graph capture owns it like Y)
-            nbytes = max(16, 2 * rows * aux_row)
+            nbytes = max(16, 2 * rows * self._aux_row)
             scratch = torch.empty(nbytes, dtype=torch.uint8, device=self.device)
             a.scratch, a.scratch_bytes = scratch.data_ptr(), nbytes
         stream = torch.cuda.current_stream(self.device).cuda_stream
@@ -493,7 +495,7 @@ def _read_plan(package: str) -> dict:
     return plan
 
 
-def _chain_weights(package: str, ch: dict):
+def chain_weights(package: str, ch: dict):
     """(wh fp16, wf fp32) of a chain package, from weights.bin at plan.json's offsets."""
     path = os.path.join(package, "weights.bin")
     raw = np.fromfile(path, dtype=np.uint8)
@@ -547,7 +549,7 @@ def linear_candidates(module) -> list[list[tuple]]:
 def _check_chain_weights(module, package: str, ch: dict) -> None:
     """Raises ValueError unless every linear stage's (W, b) of the package is the fp16 W^T
     and fp32 bias of one of the module's nn.Linear layers, each layer used once."""
-    wh, wf = _chain_weights(package, ch)
+    wh, wf = chain_weights(package, ch)
     layers = linear_candidates(module)
     used = [False] * len(layers)
 

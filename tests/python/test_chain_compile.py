@@ -111,7 +111,7 @@ def test_the_residual_mlp_compiles_as_a_chain(tmp_path):
     ch = json.loads((out / "plan.json").read_text())["chain"]
     s0, s1 = ch["stages"]
     assert [e["op"] for e in s1["epilogue"]] == ["add", "act"] and s1["epilogue"][0]["src"] == 0
-    wh, wf = rt._chain_weights(str(out), ch)
+    wh, wf = rt.chain_weights(str(out), ch)
     case = clib.mlp_case(40, 32, 48, 7)
     np.testing.assert_array_equal(wh[s0["w"] : s0["w"] + 32 * 48].reshape(32, 48), case.w1)
     np.testing.assert_array_equal(wh[s1["w"] : s1["w"] + 48 * 32].reshape(48, 32), case.w2)

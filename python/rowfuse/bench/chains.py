@@ -132,13 +132,6 @@ def _slices(plan: dict):
                 yield "wf", int(s[key]), (widths[int(s["src"])],), False
 
 
-def _buffers(package: str, ch: dict):
-    raw = np.fromfile(os.path.join(package, "weights.bin"), dtype=np.uint8)
-    wh = raw[ch["wh_offset"] : ch["wh_offset"] + 2 * ch["wh_elems"]].view(np.float16)
-    wf = raw[ch["wf_offset"] : ch["wf_offset"] + 4 * ch["wf_elems"]].view(np.float32)
-    return raw, {"wh": wh, "wf": wf}
-
-
 def _param_value(p, transposed: bool, buf: str, scale=None) -> np.ndarray:
     """The parameter as the package holds it: W^T in fp16, vectors in fp32; with `scale` (a
     1-D parameter the compiler folded in, LayerScale) each product rounded to fp32 first."""
@@ -157,7 +150,9 @@ def weight_map(module, package: str) -> list[dict]:
     [{buf, offset, shape, param, tr, scale}]. ValueError naming a slice no parameter
     matches."""
     plan = json.load(open(os.path.join(package, "plan.json")))
-    _, bufs = _buffers(package, plan["chain"])
+    from rowfuse.torch import chain_weights
+
+    bufs = dict(zip(("wh", "wf"), chain_weights(package, plan["chain"]), strict=True))
     params = dict(module.named_parameters())
     out = []
     for buf, off, shape, tr in _slices(plan):
@@ -259,6 +254,16 @@ def _compile(module16, x16, mode: str):
     return f, time.perf_counter() - t0
 
 
+def _load_package(args, module, package: str, name: str) -> dict:
+    """plan.json of a package, its weights.bin first written from the module when the run
+    has a weight map (--weights-map)."""
+    plan = json.load(open(os.path.join(package, "plan.json")))
+    if args.weights_map:
+        wm = json.load(open(args.weights_map))[name]
+        write_weights(module, package, wm["map"], plan["chain"], wm["size"])
+    return plan
+
+
 def bench_cell(kind: str, rows: int, package: str, args, seed: int) -> dict:
     """One kind at one row count: every variant captured, checked and timed."""
     import torch
@@ -270,10 +275,7 @@ def bench_cell(kind: str, rows: int, package: str, args, seed: int) -> dict:
     tag = f"{kind} x {rows}"
     module, _ = blocks.make(kind)
     cell = {"kind": kind, "rows": rows, "variants": []}
-    plan = json.load(open(os.path.join(package, "plan.json")))
-    if args.weights_map:
-        wm = json.load(open(args.weights_map))[package_name(kind, rows)]
-        write_weights(module, package, wm["map"], plan["chain"], wm["size"])
+    plan = _load_package(args, module, package, package_name(kind, rows))
     cell["kernel"] = plan["kernels"][0]["name"] if plan.get("kernels") else None
     cell["schedule"] = plan.get("schedule")
     cell["weight_bytes"] = 2 * plan["chain"]["wh_elems"] + 4 * plan["chain"]["wf_elems"]
@@ -292,10 +294,7 @@ def bench_cell(kind: str, rows: int, package: str, args, seed: int) -> dict:
     conv = package.rstrip("/") + "-conv"
     conv_block = None
     if cell["schedule"] != "conventional" and os.path.isfile(os.path.join(conv, "plan.json")):
-        conv_plan = json.load(open(os.path.join(conv, "plan.json")))
-        if args.weights_map:
-            wm = json.load(open(args.weights_map))[package_name(kind, rows, True)]
-            write_weights(module, conv, wm["map"], conv_plan["chain"], wm["size"])
+        conv_plan = _load_package(args, module, conv, package_name(kind, rows, True))
         conv_block = rtorch.compile_block(module, rows=rows, package=conv)
         label = f"rowfuse conventional ({len(conv_plan['kernels'])} kernels)"
         variants.append(harness.Variant("rowfuse-conv", label, _Out(conv_block, x16), 1))

@@ -17,43 +17,33 @@ from __future__ import annotations
 import json
 import os
 
-import numpy as np
-
 # cuBLASLt's bias epilogues with an activation, by the chain's activation name
 LT_EPILOGUE = {"relu": False, "gelu_tanh": True}  # name -> use_gelu
 
 
 def _act(fn: str, z, alpha: float = 0.0):
+    """The chain's activation `fn` (its parameter alpha where it has one) in PyTorch."""
     import torch
     import torch.nn.functional as F
 
-    if fn == "relu":
-        return torch.relu(z)
-    if fn == "gelu_erf":
-        return F.gelu(z)
-    if fn == "gelu_tanh":
-        return F.gelu(z, approximate="tanh")
-    if fn == "silu":
-        return F.silu(z)
-    if fn == "sigmoid":
-        return torch.sigmoid(z)
-    if fn == "tanh":
-        return torch.tanh(z)
-    if fn == "identity":
-        return z
-    if fn == "softplus":
-        return F.softplus(z)
-    if fn == "exp":
-        return torch.exp(z)
-    if fn == "sin":
-        return torch.sin(z)
-    if fn == "leaky_relu":
-        return F.leaky_relu(z, alpha)
-    if fn == "elu":
-        return F.elu(z, alpha)
-    if fn == "mish":
-        return F.mish(z)
-    raise ValueError(f"no activation {fn!r}")
+    table = {
+        "relu": torch.relu,
+        "gelu_erf": F.gelu,
+        "gelu_tanh": lambda t: F.gelu(t, approximate="tanh"),
+        "silu": F.silu,
+        "sigmoid": torch.sigmoid,
+        "tanh": torch.tanh,
+        "identity": lambda t: t,
+        "softplus": F.softplus,
+        "exp": torch.exp,
+        "sin": torch.sin,
+        "leaky_relu": lambda t: F.leaky_relu(t, alpha),
+        "elu": lambda t: F.elu(t, alpha),
+        "mish": F.mish,
+    }
+    if fn not in table:
+        raise ValueError(f"no activation {fn!r}")
+    return table[fn](z)
 
 
 class LtChain:
@@ -63,15 +53,14 @@ class LtChain:
     def __init__(self, package: str, device="cuda"):
         import torch
 
+        from rowfuse.torch import chain_weights
+
         plan = json.load(open(os.path.join(package, "plan.json")))
         ch = plan["chain"]
-        raw = np.fromfile(os.path.join(package, "weights.bin"), dtype=np.uint8)
-        wh = raw[ch["wh_offset"] : ch["wh_offset"] + 2 * ch["wh_elems"]].view(np.float16)
-        wf = raw[ch["wf_offset"] : ch["wf_offset"] + 4 * ch["wf_elems"]].view(np.float32)
+        wh, wf = chain_weights(package, ch)
         self.values = {int(v["id"]): v for v in ch["values"]}
         self.stages = ch["stages"]
         self.last = max(self.values)
-        self.device = device
 
         def mat(off, k, n):
             return torch.from_numpy(wh[off : off + k * n].reshape(k, n).copy()).to(device)
