@@ -94,6 +94,20 @@ def test_summary_and_table_of_a_cell():
     assert t[2] == "| gpt2_ffn | 7 | 1.00 | 6.00 | 9.00 | - | 20.00 | 12.00 | 0.67 | rowfuse |"
     assert t[3] == "| gpt2_ffn | 64 | - | FAILED | - | - | - | - | - | - |"
     assert chains.failures({"cells": [failed]}) == ["gpt2_ffn x 64 rowfuse: x"]
+    # a cell timed with a cold L2 too: both rows, the weights' rate from rowfuse's spans
+    cold = dict(cell, weight_bytes=4_000_000)
+    for v, c in zip(cold["variants"], (2.0, 10.0, 8.0, 30.0, 16.0), strict=True):
+        v["span_cold_median_us"] = c
+    s = chains.summarize_cell(cold)
+    assert s["fastest_cold"] == "rowfuse-conv" and s["best_peer_cold"] == "rowfuse-conv"
+    assert s["ratio_to_best_peer_cold"] == 10.0 / 8.0 and s["ratio_to_compile_cold"] == 10 / 16
+    assert s["weights_gbs"] == pytest.approx(4e6 / 6e3) and s["weights_gbs_cold"] == 400.0
+    cold["summary"] = s
+    t = chains.table({"cells": [cold]}).splitlines()
+    assert t[2] == "| gpt2_ffn | 7 | 1.00 | 6.00 | 9.00 | - | 20.00 | 12.00 | 0.67 | rowfuse |"
+    assert t[3] == (
+        "| gpt2_ffn | 7 (cold L2) | 2.00 | 10.00 | 8.00 | - | 30.00 | 16.00 | 1.25 | rowfuse-conv |"
+    )
 
 
 @pytest.mark.parametrize("package", ["vit_ffn_ls"], indirect=True)

@@ -220,3 +220,28 @@ def test_record_timing_and_spans_per_variant():
     bench.record_spans(variants[2:], timed)
     assert variants[2].result["graph"]["span_us"] is None
     assert variants[2].result["error"].startswith("GPU span: other launches")
+
+
+def test_cold_l2_flush_records_are_attributed_and_dropped():
+    """time_interleaved(flush=...) replays a flush graph (one fill kernel, 60 us) before
+    every observation: attribute_spans gives each variant exactly its own spans, never a
+    flush's, and a flush kernel count that is wrong fails the attribution, not silently."""
+    variants = [_V("rowfuse", "graph", 1), _V("torch-compile", "graph", 3)]
+    flush = _V("l2-flush", "graph", 1)
+    seq = bench.interleaved_order(2, 1, 8, SEED)
+    done, runs = [], []
+    for j, i in enumerate(seq):
+        done += [-1, i]
+        runs += [("graph", [60_000]), ("graph", [900 + 10 * j] * variants[i].kernels)]
+    trace, want = _trace(runs)
+    out = {v.name: {"event": [], "host": [], "span": None} for v in variants}
+    bench.attribute_spans(out, _parse(trace), variants, done, flush)
+    assert out["_span"].error is None
+    for n, v in enumerate(variants):
+        mine = [want[k] for k, i in enumerate(done) if i == n]
+        assert out[v.name]["span"] == pytest.approx(mine)
+        assert max(out[v.name]["span"]) < 60.0  # no flush in any variant's figure
+    # the flush's kernels counted wrong: the attribution reports it
+    out = {v.name: {"event": [], "host": [], "span": None} for v in variants}
+    bench.attribute_spans(out, _parse(trace), variants, done, _V("l2-flush", "graph", 2))
+    assert out["_span"].error

@@ -16,7 +16,12 @@ autotuner picks the GEMM configurations for the shape; the CUDA graph is ours) a
 empty-kernel floor. Every variant is captured in a CUDA graph and timed with the method of
 docs/benchmarking.md: interleaved observations in a seeded shuffled order, each one GPU
 span from CUPTI's kernel records (first kernel start to last kernel end), medians
-reported.
+reported. Cells of at most --cold-l2-rows rows (default 64, the decode regime, where a
+block reads its weights once per call) are timed a second time with a cold L2: 256 MiB
+written (rowfuse.bench.harness.L2Flush, the C host's --cold-l2) and waited for before
+every observation, outside its span, so each observation reads its weights from device
+memory rather than from the L2 the previous replay filled. The table then shows both, and
+each cell records its weight bytes and the rate at which rowfuse's span reads them.
 
 Weights: a package's weights.bin can be written from the module on the machine that runs
 the benchmark (`weight_map` records, where the package was compiled, which module
@@ -343,16 +348,30 @@ def bench_cell(kind: str, rows: int, package: str, args, seed: int) -> dict:
             timed = harness.time_interleaved(ready, args.rounds, args.obs, False, seed, cupti=True)
             harness.record_timing(ready, timed, "graph")
             harness.record_spans(ready, timed)
+        if ready and rows <= args.cold_l2_rows:
+            cell["l2_flush_bytes"] = harness.L2_FLUSH_BYTES
+            flush = harness.L2Flush()
+            timed = harness.time_interleaved(
+                ready, args.rounds, args.obs, False, seed + 1, cupti=True, flush=flush
+            )
+            harness.record_timing(ready, timed, "graph_cold")
+            harness.record_spans(ready, timed, "graph_cold")
+            del flush
     for v in variants:
         r = dict(v.result)
         r["span_median_us"] = report.span_median(r)
+        if "graph_cold" in r:
+            r["span_cold_median_us"] = report.span_median(r, "graph_cold")
         cell["variants"].append(r)
     cell["variants"] = keep_best_compile(cell["variants"])
     for r in cell["variants"]:
+        cold = r.get("span_cold_median_us")
         harness.progress(
             f"{tag}: {r['name']}: "
             + (
-                f"{r['span_median_us']:.2f} us, rel. L2 {r.get('rel_l2', 0):.2e}"
+                f"{r['span_median_us']:.2f} us"
+                + (f" ({cold:.2f} us cold L2)" if cold is not None else "")
+                + f", rel. L2 {r.get('rel_l2', 0):.2e}"
                 if r["span_median_us"] is not None
                 else f"FAILED: {r.get('error', '?')}"
             )
@@ -380,19 +399,32 @@ def keep_best_compile(variants: list[dict]) -> list[dict]:
 
 
 def summarize_cell(cell: dict) -> dict:
-    """rowfuse's span over the best peer's (floor excluded) and the fastest variant."""
-    spans = {
-        v["name"]: v["span_median_us"]
-        for v in cell["variants"]
-        if v.get("span_median_us") is not None and v["name"] != "empty"
-    }
-    peers = {k: s for k, s in spans.items() if k != "rowfuse"}
-    out = {"fastest": min(spans, key=spans.get) if spans else None}
-    if "rowfuse" in spans and peers:
-        best = min(peers, key=peers.get)
-        out.update(best_peer=best, ratio_to_best_peer=spans["rowfuse"] / peers[best])
-    if "rowfuse" in spans and "torch-compile" in spans:
-        out["ratio_to_compile"] = spans["rowfuse"] / spans["torch-compile"]
+    """rowfuse's span over the best peer's (floor excluded) and the fastest variant; for a
+    cell timed with a cold L2 too, the same of the cold figures (keys ending in _cold) and
+    the rate at which rowfuse's span reads the weights, warm and cold (GB/s)."""
+    out = {}
+    for key, sfx in (("span_median_us", ""), ("span_cold_median_us", "_cold")):
+        spans = {
+            v["name"]: v[key]
+            for v in cell["variants"]
+            if v.get(key) is not None and v["name"] != "empty"
+        }
+        if sfx and not spans:
+            continue
+        peers = {k: s for k, s in spans.items() if k != "rowfuse"}
+        out["fastest" + sfx] = min(spans, key=spans.get) if spans else None
+        if "rowfuse" in spans and peers:
+            best = min(peers, key=peers.get)
+            out.update(
+                {
+                    "best_peer" + sfx: best,
+                    "ratio_to_best_peer" + sfx: spans["rowfuse"] / peers[best],
+                }
+            )
+        if "rowfuse" in spans and "torch-compile" in spans:
+            out["ratio_to_compile" + sfx] = spans["rowfuse"] / spans["torch-compile"]
+        if "rowfuse" in spans and cell.get("weight_bytes"):
+            out["weights_gbs" + sfx] = cell["weight_bytes"] / (spans["rowfuse"] * 1e3)
     return out
 
 
@@ -405,22 +437,26 @@ def table(doc: dict) -> str:
     ]
     for cell in doc["cells"]:
         by = {v["name"]: v for v in cell["variants"]}
-
-        def fmt(n, by=by):
-            v = by.get(n)
-            if v is None:
-                return "-"
-            s = v.get("span_median_us")
-            return f"{s:.2f}" if s is not None else "FAILED"
-
         s = cell.get("summary") or {}
-        ratio = s.get("ratio_to_best_peer")
-        r = f"{ratio:.2f}" if ratio is not None else "-"
-        lines.append(
-            f"| {cell['kind']} | {cell['rows']} | "
-            + " | ".join(fmt(n) for n in names)
-            + f" | {r} | {s.get('fastest') or '-'} |"
-        )
+        timings = [("span_median_us", "", "")]
+        if "fastest_cold" in s:
+            timings.append(("span_cold_median_us", "_cold", " (cold L2)"))
+        for key, sfx, label in timings:
+
+            def fmt(n, by=by, key=key):
+                v = by.get(n)
+                if v is None:
+                    return "-"
+                x = v.get(key)
+                return f"{x:.2f}" if x is not None else "FAILED"
+
+            ratio = s.get("ratio_to_best_peer" + sfx)
+            r = f"{ratio:.2f}" if ratio is not None else "-"
+            lines.append(
+                f"| {cell['kind']} | {cell['rows']}{label} | "
+                + " | ".join(fmt(n) for n in names)
+                + f" | {r} | {s.get('fastest' + sfx) or '-'} |"
+            )
     return "\n".join(lines)
 
 
@@ -451,6 +487,9 @@ def run(args) -> dict:
             "observations": args.obs,
             "span": "CUPTI kernel records of every timed graph replay, first kernel start to "
             "last kernel end (rowfuse.bench.harness.time_interleaved)",
+            "cold_l2": f"cells of at most {args.cold_l2_rows} rows timed again with "
+            f"{harness.L2_FLUSH_BYTES} bytes written before every observation, outside its "
+            "span",
             "compile_mode": args.compile_mode,
             "compile": f"best of {args.compiles} fresh compiles per shape by GPU span "
             "(static shapes, fullgraph)",
@@ -526,6 +565,13 @@ def main(argv=None) -> int:
     p.add_argument("--seed", type=int, default=2026)
     p.add_argument("--rounds", type=int, default=5)
     p.add_argument("--obs", type=int, default=200)
+    p.add_argument(
+        "--cold-l2-rows",
+        type=int,
+        default=64,
+        help="cells of at most this many rows are timed a second time with a cold L2 "
+        "(default 64; -1: none)",
+    )
     p.add_argument("--no-compile", dest="compile", action="store_false")
     p.add_argument("--compile-mode", default="max-autotune-no-cudagraphs")
     p.add_argument(

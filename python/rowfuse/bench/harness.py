@@ -522,11 +522,16 @@ def interleaved_order(n: int, rounds: int, obs: int, seed: int) -> list[int]:
     return seq
 
 
-def time_interleaved(variants, rounds: int, obs: int, eager: bool, seed: int, cupti=False):
+def time_interleaved(
+    variants, rounds: int, obs: int, eager: bool, seed: int, cupti=False, flush=None
+):
     """rounds x obs observations per variant in interleaved_order: event interval and host
     completion of each. Graph variants replay their graph (eager: launch), foreign ones
     call and wait (no events on their stream: event None). With cupti, CUPTI records the
     whole pass and each observation's GPU span is attributed to it (rowfuse.bench.spans).
+    With flush (an L2Flush), its captured graph is replayed and waited for before every
+    observation, outside the events and the host clock, its kernel records attributed to
+    it and dropped: a cold L2 for every observation.
     Returns {name: {"event": [...], "host": [...], "span": [...] or None}, "_span": the
     attribution or None}."""
     import torch
@@ -541,8 +546,14 @@ def time_interleaved(variants, rounds: int, obs: int, eager: bool, seed: int, cu
     e1 = torch.cuda.Event(enable_timing=True)
     fns = [v.launch if eager or v.kind == "foreign" else v.graph.replay for v in variants]
     session = spans.CuptiSession() if cupti else contextlib.nullcontext()
+    done = []  # the observations in order, -1 for a flush
     with session:
         for i in seq:
+            if flush is not None:
+                flush.graph.replay()
+                stream.synchronize()
+                done.append(-1)
+            done.append(i)
             fn = fns[i]
             if variants[i].kind == "foreign":
                 t0 = time.perf_counter_ns()
@@ -560,18 +571,31 @@ def time_interleaved(variants, rounds: int, obs: int, eager: bool, seed: int, cu
     out = {v.name: {"event": ev[i], "host": host[i], "span": None} for i, v in enumerate(variants)}
     out["_span"] = None
     if cupti:
-        att = spans.attribute_observations(
-            session.trace, [variants[i].kind for i in seq], [variants[i].kernels for i in seq]
-        )
-        out["_span"] = att
-        for j, i in enumerate(seq):
-            v = variants[i]
-            rec = out[v.name]
-            if rec["span"] is None:
-                rec["span"] = []
-                rec["names"] = att.names.get(j, [])
-            rec["span"].append(att.spans[j])
+        attribute_spans(out, session.trace, variants, done, flush)
     return out
+
+
+def attribute_spans(out, trace, variants, done, flush=None) -> None:
+    """Each observation's GPU span from the CUPTI trace of a pass, appended to
+    out[name]["span"] (and its kernel names to out[name]["names"]), the attribution in
+    out["_span"]. done: the observations in the order they ran, a variant's index or -1 for
+    a replay of flush's graph (attributed like any graph replay, then dropped)."""
+    from rowfuse.bench import spans
+
+    att = spans.attribute_observations(
+        trace,
+        [flush.kind if i < 0 else variants[i].kind for i in done],
+        [flush.kernels if i < 0 else variants[i].kernels for i in done],
+    )
+    out["_span"] = att
+    for j, i in enumerate(done):
+        if i < 0:
+            continue
+        rec = out[variants[i].name]
+        if rec["span"] is None:
+            rec["span"] = []
+            rec["names"] = att.names.get(j, [])
+        rec["span"].append(att.spans[j])
 
 
 def _summary_or_none(values):
@@ -587,13 +611,13 @@ def record_timing(variants, timed, key: str) -> None:
         r["host_us"] = summarize(t["host"])
 
 
-def record_spans(variants, timed) -> None:
-    """The attributed spans of the timed graph pass into result["graph"]["span_us"]; a
+def record_spans(variants, timed, key: str = "graph") -> None:
+    """The attributed spans of the timed graph pass into result[key]["span_us"]; a
     variant whose observations could not all be attributed gets the attribution's error."""
     att = timed["_span"]
     for v in variants:
         t = timed[v.name]
-        g = v.result["graph"]
+        g = v.result[key]
         g["span_source"] = "timed-observations"
         g["span_attribution"] = att.rules.get(v.kind, "?") if att else None
         if t["span"] is None or any(s is None for s in t["span"]):
@@ -604,6 +628,31 @@ def record_spans(variants, timed) -> None:
         g["span_us"] = summarize(t["span"])
         v.result["kernels"] = v.kernels
         v.result["kernel_names"] = t.get("names", [])
+
+
+# the bytes the cold-L2 flush writes: the C host's RF_BENCH_FLUSH_BYTES (src/harness/c_bench.h),
+# five times the H200's 50 MB L2
+L2_FLUSH_BYTES = 256 << 20
+
+
+class L2Flush:
+    """A CUDA graph that writes L2_FLUSH_BYTES of a device buffer (one fill kernel), for
+    time_interleaved(flush=...): replayed and waited for before every observation, it
+    evicts the L2, so each observation reads its weights from device memory."""
+
+    kind = "graph"
+
+    def __init__(self, nbytes: int = L2_FLUSH_BYTES):
+        import torch
+
+        self.nbytes = nbytes
+        self.buf = torch.empty(nbytes // 4, dtype=torch.float32, device="cuda")
+        v = Variant("l2-flush", "L2 flush", self._write, None)
+        capture(v)
+        self.graph, self.kernels = v.graph, v.result["kernel_nodes"]
+
+    def _write(self):
+        self.buf.fill_(1.0)
 
 
 def time_back_to_back(v, replays: int, samples: int) -> None:

@@ -338,9 +338,10 @@ def _median(v, mode, metric):
     return s["median"] if s else None
 
 
-def span_median(v):
-    """The median GPU span of a variant's graph replays; None when it failed or has none."""
-    return _median(v, "graph", "span_us")
+def span_median(v, mode: str = "graph"):
+    """The median GPU span of a variant's graph replays (mode "graph_cold": those timed
+    with a cold L2); None when it failed or has none."""
+    return _median(v, mode, "span_us")
 
 
 def _tie(a, b, metric="span_us") -> bool:
