@@ -27,6 +27,8 @@ Kinds (KINDS lists them with their real and CI widths):
 
 from __future__ import annotations
 
+import re
+
 import torch
 from torch import nn
 
@@ -223,6 +225,44 @@ def make(kind: str, small: bool = False, rows: int = ROWS, tokens: bool = False,
             _perturb_norm(m, seed)
     c_in = kw.get("c_in", kw.get("c"))
     return module, _input(rows, c_in, seed, tokens)
+
+
+def spec_name(kind: str, **widths) -> str:
+    """The spec of a kind at other widths: KIND@ followed by each width keyword and its
+    value run together, e.g. spec_name("llama_ffn", c=1536, h=6144) ==
+    "llama_ffn@c1536h6144" (no '-', so package names KIND-ROWS still split)."""
+    return kind + ("@" + "".join(f"{k}{int(v)}" for k, v in widths.items()) if widths else "")
+
+
+def parse_spec(spec: str) -> tuple[str, dict]:
+    """(kind, width overrides) of KIND or KIND@WIDTHS (spec_name); ValueError naming what
+    is wrong: an unknown kind, a keyword the kind has no width for, a width not a positive
+    integer."""
+    kind, _, rest = spec.partition("@")
+    if kind not in KINDS:
+        raise ValueError(f"unknown block kind {kind!r} in {spec!r}; kinds: {', '.join(KINDS)}")
+    if not rest:
+        return kind, {}
+    real = KINDS[kind][1]
+    pairs = re.findall(r"([a-z_]+?)(\d+)", rest)
+    if "".join(k + v for k, v in pairs) != rest:
+        raise ValueError(f"{spec!r}: widths must be keyword-value pairs such as c1536h6144")
+    out = {}
+    for k, v in pairs:
+        if k not in real or not isinstance(real[k], int) or isinstance(real[k], bool):
+            widths = [w for w, x in real.items() if isinstance(x, int) and not isinstance(x, bool)]
+            raise ValueError(f"{spec!r}: {kind} has no width {k!r} (its widths: {widths})")
+        if int(v) <= 0:
+            raise ValueError(f"{spec!r}: width {k} must be positive")
+        out[k] = int(v)
+    return kind, out
+
+
+def make_spec(spec: str, small: bool = False, rows: int = ROWS, tokens: bool = False):
+    """make() of a spec (KIND or KIND@WIDTHS): the kind's module at those widths, with the
+    kind's fixed seed."""
+    kind, widths = parse_spec(spec)
+    return make(kind, small=small, rows=rows, tokens=tokens, **widths)
 
 
 def _factory(kind: str, small: bool):

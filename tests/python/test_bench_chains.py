@@ -87,6 +87,8 @@ def test_summary_and_table_of_a_cell():
         "best_peer": "rowfuse-conv",
         "ratio_to_best_peer": 6.0 / 9.0,
         "ratio_to_compile": 0.5,
+        "regret_rowfuse": 1.0,
+        "regret_all": 1.0,
     }
     cell["summary"] = s
     failed = dict(cell, rows=64, variants=[{"name": "rowfuse", "error": "x"}], summary={})
@@ -102,12 +104,16 @@ def test_summary_and_table_of_a_cell():
     assert s["fastest_cold"] == "rowfuse-conv" and s["best_peer_cold"] == "rowfuse-conv"
     assert s["ratio_to_best_peer_cold"] == 10.0 / 8.0 and s["ratio_to_compile_cold"] == 10 / 16
     assert s["weights_gbs"] == pytest.approx(4e6 / 6e3) and s["weights_gbs_cold"] == 400.0
+    assert s["regret_rowfuse_cold"] == s["regret_all_cold"] == 10.0 / 8.0
     cold["summary"] = s
     t = chains.table({"cells": [cold]}).splitlines()
     assert t[2] == "| gpt2_ffn | 7 | 1.00 | 6.00 | 9.00 | - | 20.00 | 12.00 | 0.67 | rowfuse |"
     assert t[3] == (
         "| gpt2_ffn | 7 (cold L2) | 2.00 | 10.00 | 8.00 | - | 30.00 | 16.00 | 1.25 | rowfuse-conv |"
     )
+    cold["variants"][4]["span_cold_median_us"] = 5.0  # torch.compile the fastest cold
+    s2 = chains.summarize_cell(cold)
+    assert s2["regret_rowfuse_cold"] == 1.25 and s2["regret_all_cold"] == 2.0
 
 
 @pytest.mark.parametrize("package", ["vit_ffn_ls"], indirect=True)
@@ -144,3 +150,21 @@ def test_the_fastest_of_the_compiles_is_kept():
     assert out[1]["compiles"][1]["error"] == "compile failed"
     # one compile: unchanged
     assert chains.keep_best_compile(vs[:2]) == vs[:2]
+
+
+def test_cells_and_specs():
+    assert chains.parse_cells("gpt2_ffn:7,llama_ffn@c320h1024:3") == [
+        ("gpt2_ffn", 7),
+        ("llama_ffn@c320h1024", 3),
+    ]
+    for bad in ("gpt2_ffn", "gpt2_ffn:0", ":5", "gpt2_ffn:x"):
+        with pytest.raises(ValueError, match="KIND:ROWS"):
+            chains.parse_cells(bad)
+    spec = blocks.spec_name("llama_ffn", c=320, h=1024)
+    name = chains.package_name(spec, 3)
+    assert chains.kind_of(name + "-stream") == spec == "llama_ffn@c320h1024"
+    module, x = blocks.make_spec(spec)
+    assert module.gate.in_features == 320 and module.gate.out_features == 1024
+    for bad in ("llama_ffn@q3", "llama_ffn@c0", "llama_ffn@c32x", "nope@c3"):
+        with pytest.raises(ValueError):
+            blocks.parse_spec(bad)

@@ -76,6 +76,17 @@ B_KEYS = ("b", "bg", "bu")  # fp32 [n] = nn.Linear.bias, in wf
 NORM_KEYS = ("gamma", "beta")  # fp32 [width of the norm's input], in wf
 
 
+# (package suffix, variant, schedule) of the same block compiled in another schedule with
+# --schedule: KIND-ROWS-conv is the suite's; the -mma (whole-chain kernel) and -stream
+# (split-reduction kernel) siblings are compiled for the decode shapes (tests/gpu decode).
+# Each counts among the peers; one whose schedule is the plan's own choice is left out.
+SIBLINGS = (
+    ("-conv", "rowfuse-conv", "conventional"),
+    ("-mma", "rowfuse-mma", "chain"),
+    ("-stream", "rowfuse-stream", "chain_stream"),
+)
+
+
 def package_name(kind: str, rows: int, conventional: bool = False) -> str:
     """KIND-ROWS: the package of the plan's own choice; KIND-ROWS-conv: the same block
     compiled with --schedule conventional (one kernel per linear), the variant
@@ -84,7 +95,8 @@ def package_name(kind: str, rows: int, conventional: bool = False) -> str:
 
 
 def kind_of(name: str) -> str:
-    """The kind of a package_name (KIND-ROWS[-...]; kinds have no '-')."""
+    """The kind of a package_name (KIND-ROWS[-...]; kinds and their specs, KIND@WIDTHS,
+    have no '-')."""
     return name.split("-", 1)[0]
 
 
@@ -102,6 +114,17 @@ def cells(kinds, rows) -> list[tuple[str, int]]:
     return out
 
 
+def parse_cells(text: str) -> list[tuple[str, int]]:
+    """(kind, rows) of --cells KIND:ROWS,...; ValueError naming a malformed entry."""
+    out = []
+    for item in text.split(","):
+        kind, _, n = item.strip().rpartition(":")
+        if not kind or not n.isdigit() or int(n) < 1:
+            raise ValueError(f"--cells: {item!r} is not KIND:ROWS (rows a positive integer)")
+        out.append((kind, int(n)))
+    return out
+
+
 def write_all_weights(packages: str, weights_map: str) -> list[str]:
     """weights.bin of every package of the map, from its kind's module; the names written."""
     from rowfuse import blocks
@@ -111,7 +134,7 @@ def write_all_weights(packages: str, weights_map: str) -> list[str]:
     for name, wm in wmaps.items():
         kind = kind_of(name)
         if kind not in modules:
-            modules[kind] = blocks.make(kind)[0]
+            modules[kind] = blocks.make_spec(kind)[0]
         pkg = os.path.join(packages, name)
         plan = json.load(open(os.path.join(pkg, "plan.json")))
         write_weights(modules[kind], pkg, wm["map"], plan["chain"], wm["size"])
@@ -213,7 +236,7 @@ def prepare_weights(kind: str, package: str, small: bool = False) -> dict:
 
     from rowfuse import blocks
 
-    module, _ = blocks.make(kind, small=small)
+    module, _ = blocks.make_spec(kind, small=small)
     plan = json.load(open(os.path.join(package, "plan.json")))
     wmap = weight_map(module, package)
     size = os.path.getsize(os.path.join(package, "weights.bin"))
@@ -278,7 +301,7 @@ def bench_cell(kind: str, rows: int, package: str, args, seed: int) -> dict:
     from rowfuse.bench import harness, lt_chain, report, triton_fused
 
     tag = f"{kind} x {rows}"
-    module, _ = blocks.make(kind)
+    module, _ = blocks.make_spec(kind)
     cell = {"kind": kind, "rows": rows, "variants": []}
     plan = _load_package(args, module, package, package_name(kind, rows))
     cell["kernel"] = plan["kernels"][0]["name"] if plan.get("kernels") else None
@@ -295,14 +318,16 @@ def bench_cell(kind: str, rows: int, package: str, args, seed: int) -> dict:
     variants = [harness.Variant("empty", "floor (an empty kernel)", triton_fused.empty, None)]
     block = rtorch.compile_block(module, rows=rows, package=package)
     variants.append(harness.Variant("rowfuse", f"rowfuse {cell['kernel']}", _Out(block, x16), 1))
-    # the conventional schedule beside the plan's choice (unless that is the conventional)
-    conv = package.rstrip("/") + "-conv"
-    conv_block = None
-    if cell["schedule"] != "conventional" and os.path.isfile(os.path.join(conv, "plan.json")):
-        conv_plan = _load_package(args, module, conv, package_name(kind, rows, True))
-        conv_block = rtorch.compile_block(module, rows=rows, package=conv)
-        label = f"rowfuse conventional ({len(conv_plan['kernels'])} kernels)"
-        variants.append(harness.Variant("rowfuse-conv", label, _Out(conv_block, x16), 1))
+    # the same block in the other schedules beside the plan's choice, where compiled
+    alt_blocks = []
+    for suffix, name, schedule in SIBLINGS:
+        alt = package.rstrip("/") + suffix
+        if cell["schedule"] == schedule or not os.path.isfile(os.path.join(alt, "plan.json")):
+            continue
+        alt_plan = _load_package(args, module, alt, package_name(kind, rows) + suffix)
+        alt_blocks.append(rtorch.compile_block(module, rows=rows, package=alt))
+        label = f"rowfuse {schedule} ({len(alt_plan['kernels'])} kernels)"
+        variants.append(harness.Variant(name, label, _Out(alt_blocks[-1], x16), 1))
     variants.append(harness.Variant("torch-eager", "PyTorch eager, fp16", _Out(module16, x16), 1))
     # cuBLASLt's GEMMs with the epilogues it has, from the package's own weights
     lt = lt_chain.LtChain(package, device="cuda")
@@ -376,7 +401,7 @@ def bench_cell(kind: str, rows: int, package: str, args, seed: int) -> dict:
                 else f"FAILED: {r.get('error', '?')}"
             )
         )
-    del block, conv_block, lt, variants, ready
+    del block, alt_blocks, lt, variants, ready
     torch.cuda.synchronize()
     return cell
 
@@ -425,12 +450,20 @@ def summarize_cell(cell: dict) -> dict:
             out["ratio_to_compile" + sfx] = spans["rowfuse"] / spans["torch-compile"]
         if "rowfuse" in spans and cell.get("weight_bytes"):
             out["weights_gbs" + sfx] = cell["weight_bytes"] / (spans["rowfuse"] * 1e3)
+        # the plan's choice against the fastest of rowfuse's schedules that were timed, and
+        # against the fastest variant of all (1.0: the choice is the fastest)
+        ours = {k: v for k, v in spans.items() if k.startswith("rowfuse")}
+        if "rowfuse" in spans:
+            out["regret_rowfuse" + sfx] = spans["rowfuse"] / min(ours.values())
+            out["regret_all" + sfx] = spans["rowfuse"] / min(spans.values())
     return out
 
 
 def table(doc: dict) -> str:
     """Markdown: per kind and rows, the spans (us) and rowfuse's ratio to the best peer."""
     names = ["empty", "rowfuse", "rowfuse-conv", "cublaslt", "torch-eager", "torch-compile"]
+    extra = {v["name"] for c in doc["cells"] for v in c["variants"]} & {n for _, n, _ in SIBLINGS}
+    names[3:3] = sorted(extra - set(names))
     lines = [
         "| kind | rows | " + " | ".join(names) + " | rowfuse / best peer | fastest |",
         "|---|---|" + "---|" * len(names) + "---|---|",
@@ -469,6 +502,7 @@ def run(args) -> dict:
         raise SystemExit("rowfuse.bench.chains: no CUDA device visible to torch")
     kinds = args.kinds.split(",") if args.kinds else list(CHAIN_KINDS)
     rows = [int(r) for r in args.rows.split(",")]
+    todo = parse_cells(args.cells) if args.cells else cells(kinds, rows)
     props = torch.cuda.get_device_properties(0)
     doc = {
         "tool": "rowfuse.bench.chains",
@@ -501,7 +535,7 @@ def run(args) -> dict:
     }
     harness.init_profiler_for_graphs()
     t0 = time.monotonic()
-    for i, (kind, r) in enumerate(cells(kinds, rows)):
+    for i, (kind, r) in enumerate(todo):
         pkg = os.path.join(args.packages, package_name(kind, r))
         if args.deadline_s and time.monotonic() - t0 > args.deadline_s:
             doc["not_run"].append({"kind": kind, "rows": r, "why": "time budget spent"})
@@ -557,6 +591,11 @@ def main(argv=None) -> int:
     p.add_argument("--packages", required=True, help="folder of KIND-ROWS packages")
     p.add_argument("--kinds", default="", help=f"default: {','.join(CHAIN_KINDS)}")
     p.add_argument("--rows", default=",".join(map(str, ROWS)))
+    p.add_argument(
+        "--cells",
+        default="",
+        help="KIND:ROWS,... instead of --kinds x --rows (a kind may be a spec KIND@WIDTHS)",
+    )
     p.add_argument(
         "--weights-map",
         default="",

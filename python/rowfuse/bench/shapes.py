@@ -186,17 +186,50 @@ def gates_shapes(seed: int, per_class: int = 1) -> list[tuple[int, int, int, str
     return out
 
 
+# the decode regime's random set: FFN kinds of rowfuse.blocks with their weight elements
+# per c x h, weights in bytes, rows, the hidden-to-input ratio
+DECODE_KINDS = {"llama_ffn": 3, "gpt2_ffn": 2}
+DECODE_BYTES = (1e6, 4e8)
+DECODE_ROWS = (1, 64)
+DECODE_RATIO = (2.0, 6.0)
+
+
+def decode_shapes(seed: int, n: int) -> list[tuple[str, int, int, int, int]]:
+    """n decode-regime shapes (kind, c, h, rows, fp16 weight bytes): the kind alternating
+    between a SwiGLU and a GELU FFN, the weights log-uniform in DECODE_BYTES, h / c uniform
+    in DECODE_RATIO, c and h multiples of 64 (c at least 128), rows log-uniform in
+    DECODE_ROWS. The bytes are those of the rounded widths (within ~10% of the draw)."""
+    rng = random.Random(seed)
+    kinds = sorted(DECODE_KINDS)
+    out = []
+    for i in range(n):
+        kind = kinds[i % len(kinds)]
+        per = DECODE_KINDS[kind]
+        nbytes = math.exp(rng.uniform(*(math.log(b) for b in DECODE_BYTES)))
+        ratio = rng.uniform(*DECODE_RATIO)
+        c = max(128, 64 * round(math.sqrt(nbytes / (2 * per * ratio)) / 64))
+        h = max(64, 64 * round(nbytes / (2 * per * c) / 64))
+        rows = _log_uniform(rng, *DECODE_ROWS)
+        out.append((kind, c, h, rows, 2 * per * c * h))
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--seed", type=int, default=2026)
     ap.add_argument("--random", type=int, default=20)
     ap.add_argument("--regret", type=int, default=0, help="N out-of-sample scheduler shapes")
     ap.add_argument("--gates", type=int, default=0, help="N planted-fault shapes per class")
+    ap.add_argument("--decode", type=int, default=0, help="N decode-regime FFN shapes")
     ap.add_argument("--align", type=int, default=1, help="regret shapes: C, H multiples of N")
     ap.add_argument("--only", help="regret shapes: all from this regime")
     a = ap.parse_args()
     if a.gates:
         for s in gates_shapes(a.seed, a.gates):
+            print(*s)
+        return
+    if a.decode:
+        for s in decode_shapes(a.seed, a.decode):
             print(*s)
         return
     if a.regret:
