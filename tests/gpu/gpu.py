@@ -4,7 +4,7 @@ package the subcommands need, each from `rowfuse compile`, into build-gpu/), the
 $OUT (default out/gpu), prints a short table last, and exits 1 when any step FAILED.
 
 Subcommands (tests/gpu/README.md): check, bench, gates, regret, lab, mlir, eval, profile,
-chains.
+chains, decode.
 `run` takes any subset of what `prepare` made; a subcommand that was not prepared is a
 FAILED step. Environment: JOBS (parallel compiles here, default 2); each subcommand's own
 variables are in its module's docstring (tests/gpu/gpudrv/).
@@ -21,7 +21,19 @@ import time
 import traceback
 from pathlib import Path
 
-from gpudrv import bench, chains, check, common, evaluation, gates, lab, mlir, profile, regret
+from gpudrv import (
+    bench,
+    chains,
+    check,
+    common,
+    decode,
+    evaluation,
+    gates,
+    lab,
+    mlir,
+    profile,
+    regret,
+)
 
 SUBS = {
     "check": check,
@@ -33,6 +45,7 @@ SUBS = {
     "eval": evaluation,
     "profile": profile,
     "chains": chains,
+    "decode": decode,
 }
 MAX_OUT_FILES = 8  # what comes back from the GPU machine's $OUT
 LOG_CAP = 1 << 20  # bytes of one log kept in the archive (head and tail)
