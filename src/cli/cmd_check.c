@@ -143,8 +143,11 @@ int rf_cmd_check(int argc, char **argv) {
             dirs[n_mlp++] = dirs[i];
     o.pkg_dirs = dirs;
     o.n_pkgs = n_mlp;
-    if (!st && n_chain && json)
-        st = RF_ERR(RF_CODE_UNSUPPORTED, "--json does not cover chain packages yet");
+    if (!st && n_chain && n_mlp && json)
+        st = RF_ERR(RF_CODE_UNSUPPORTED,
+                    "--json takes MLP packages or chain packages, not both in one call (%s is a "
+                    "chain package, %s is not): check them in two calls",
+                    chain_dirs[0], dirs[0]);
     if (!st && (n_mlp || !n_chain))
         st = rf_check_run(a, &o, &dev, &res, &n);
     if (!st && (n_mlp || !n_chain)) {
@@ -166,6 +169,8 @@ int rf_cmd_check(int argc, char **argv) {
             print_chain_table(cres, n_cres);
             for (int i = 0; i < n_cres; i++)
                 passed += cres[i].passed;
+            if (json)
+                st = rf_check_chain_write_json(json, &oc, &dev, cres, n_cres);
         }
     }
     if (!st)

@@ -331,6 +331,18 @@ rf_status_t rf_check_parse_shapes(rf_allocator_t a, const char *text, rf_check_s
     return RF_OK;
 }
 
+void rf_check_json_device(rf_json_writer_t *w, const rf_device_info_t *d) {
+    rf_json_key(w, "device");
+    rf_json_object_begin(w);
+    rf_json_key_string(w, "name", d->name);
+    rf_json_key_int(w, "cc", d->cc_major * 10 + d->cc_minor);
+    rf_json_key_int(w, "sm_count", d->sm_count);
+    rf_json_key_int(w, "driver_version", d->driver_version);
+    rf_json_key_int(w, "runtime_version", d->runtime_version);
+    rf_json_key_int(w, "clock_khz", d->clock_khz);
+    rf_json_object_end(w);
+}
+
 rf_status_t rf_check_write_json(const char *path, const rf_check_options_t *o,
                                 const rf_device_info_t *d, const rf_check_result_t *res,
                                 int count) {
@@ -345,15 +357,7 @@ rf_status_t rf_check_write_json(const char *path, const rf_check_options_t *o,
     rf_json_writer_init_file(&w, f, 2);
     rf_json_object_begin(&w);
     rf_json_key_string(&w, "job", "rowfuse check");
-    rf_json_key(&w, "device");
-    rf_json_object_begin(&w);
-    rf_json_key_string(&w, "name", d->name);
-    rf_json_key_int(&w, "cc", d->cc_major * 10 + d->cc_minor);
-    rf_json_key_int(&w, "sm_count", d->sm_count);
-    rf_json_key_int(&w, "driver_version", d->driver_version);
-    rf_json_key_int(&w, "runtime_version", d->runtime_version);
-    rf_json_key_int(&w, "clock_khz", d->clock_khz);
-    rf_json_object_end(&w);
+    rf_check_json_device(&w, d);
     rf_json_key(&w, "tolerance");
     rf_json_object_begin(&w);
     rf_json_key_double(&w, "step_fraction", o->tol.step_fraction);

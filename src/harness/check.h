@@ -66,6 +66,10 @@ rf_status_t rf_check_run(rf_allocator_t allocator, const rf_check_options_t *opt
                          rf_device_info_t *out_device, rf_check_result_t **out_results,
                          int *out_count);
 
+/* The "device" key and object of a check's JSON (both the MLP and the chain check's). */
+struct rf_json_writer;
+void rf_check_json_device(struct rf_json_writer *w, const rf_device_info_t *device);
+
 /* Writes the results as JSON (device, options, results) to `path`. */
 rf_status_t rf_check_write_json(const char *path, const rf_check_options_t *options,
                                 const rf_device_info_t *device, const rf_check_result_t *results,

@@ -46,4 +46,11 @@ rf_status_t rf_check_chain_run(rf_allocator_t allocator, const rf_check_options_
                                rf_device_info_t *out_device, rf_check_chain_result_t **out_results,
                                int *out_count);
 
+/* Writes the chain results as JSON to `path`: job, device, seed, count, passed and one
+ * object per row (package, kernel, rows, widths, seed, passed, kernel_nodes, identical,
+ * nonfinite, over_bound, max_abs_error, max_bound_ratio, the worst element, error). */
+rf_status_t rf_check_chain_write_json(const char *path, const rf_check_options_t *options,
+                                      const rf_device_info_t *device,
+                                      const rf_check_chain_result_t *results, int count);
+
 #endif

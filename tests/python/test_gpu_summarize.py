@@ -267,3 +267,36 @@ def test_a_race_fault_is_caught_by_racecheck_only_when_it_reports_the_race():
     # a cell the check already caught stays caught whatever racecheck says
     caught = sm.judge_fault(_row(passed=False), None)
     assert sm.judge_race(caught, blind)["status"] == "caught"
+
+
+def _chain_doc(*passed, error=""):
+    return {
+        "results": [
+            {"package": "p", "rows": 7, "passed": ok, "error": error if i == 0 else ""}
+            for i, ok in enumerate(passed)
+        ]
+    }
+
+
+def test_chain_check_and_fault_verdicts():
+    """A chain check is ok only with rows that all ran and passed and exit 0; a planted
+    fault is caught only by a row that ran and FAILED with exit 1. A check that refused to
+    run (exit 1, no JSON: how `--json` on chain packages once failed every check and
+    counted the planted fault as caught), an error row, a timeout or an exit status that
+    disagrees with the rows is neither."""
+    assert sm.judge_chain_check(0, False, _chain_doc(True, True)) == (True, "")
+    assert sm.judge_chain_fault(1, False, _chain_doc(True, False)) == (True, "")
+    for rc, to, doc in [
+        (1, False, {}),  # refused before any row: "unsupported", exit 1
+        (2, False, {}),
+        (1, False, _chain_doc(False, error="cannot load kernel")),
+        (1, True, _chain_doc(False)),
+    ]:
+        assert not sm.judge_chain_check(rc, to, doc)[0]
+        assert not sm.judge_chain_fault(rc, to, doc)[0]
+    assert not sm.judge_chain_check(1, False, _chain_doc(True, False))[0]
+    assert not sm.judge_chain_check(1, False, _chain_doc(True))[0]  # exit disagrees
+    assert not sm.judge_chain_check(0, False, _chain_doc(True, False))[0]
+    assert not sm.judge_chain_fault(1, False, _chain_doc(True, True))[0]  # fault went through
+    assert not sm.judge_chain_fault(0, False, _chain_doc(True, False))[0]
+    assert "no check rows" in sm.judge_chain_fault(1, False, {})[1]

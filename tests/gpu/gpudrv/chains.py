@@ -28,6 +28,8 @@ from __future__ import annotations
 
 import os
 
+from rowfuse.bench import summarize
+
 from . import common as c
 
 
@@ -194,13 +196,12 @@ def _checks(r: c.Run, d, m) -> None:
         jobs.append((FAULT_PACKAGE, 7, cmd, js))
     rows = []
     for name, n, rc, secs, to, doc in c.pool_map(one, jobs, 8):
-        why = "timed out" if to else f"exit {rc}"
         if name == FAULT_PACKAGE:
-            # caught only as a failed check (exit 1), never a job that could not run (2)
-            caught = rc == 1 and not to
-            r.step("chains", f"planted {name} caught", caught, secs, "" if caught else why)
+            caught, why = summarize.judge_chain_fault(rc, to, doc)
+            r.step("chains", f"planted {name} caught", caught, secs, why)
         else:
-            r.step("chains", f"check {name}", rc == 0 and not to, secs, "" if rc == 0 else why)
+            good, why = summarize.judge_chain_check(rc, to, doc)
+            r.step("chains", f"check {name}", good, secs, why)
         rows.append({"package": name, "rows": n, "rc": rc, "result": doc})
     c.write_json(d / "checks.json", {"max_rows": limit, "checks": rows})
     r.primary.append(d / "checks.json")
