@@ -241,17 +241,24 @@ def parse_sanitizer(text, rc, timed_out, expect_errors=False, seconds=None) -> d
 # ---- tables ----
 
 
+def _chain_rows_not_run(rc: int, timed_out: bool, res: list) -> str:
+    """Why a chain check's rows cannot be judged ('' when they all ran): a timeout, no rows
+    (the check did not run), or a row with error text."""
+    if timed_out:
+        return "timed out"
+    if not res:
+        return f"exit {rc}, no check rows (the check did not run)"
+    errs = [x["error"] for x in res if x.get("error")]
+    return f"exit {rc}, a row did not run: {errs[0][:120]}" if errs else ""
+
+
 def judge_chain_check(rc: int, timed_out: bool, doc: dict) -> tuple[bool, str]:
     """A chain package's `rowfuse check --json`: ok only with exit 0 and a JSON with at
     least one row, every row run and passed. Returns (ok, why not)."""
     res = doc.get("results") or []
-    if timed_out:
-        return False, "timed out"
-    if not res:
-        return False, f"exit {rc}, no check rows (the check did not run)"
-    errs = [x["error"] for x in res if x.get("error")]
-    if errs:
-        return False, f"exit {rc}, a row did not run: {errs[0][:120]}"
+    why = _chain_rows_not_run(rc, timed_out, res)
+    if why:
+        return False, why
     failed = [x for x in res if x.get("passed") is not True]
     if failed or rc != 0:
         return False, f"exit {rc}, {len(failed)} of {len(res)} rows FAILED"
@@ -264,13 +271,9 @@ def judge_chain_fault(rc: int, timed_out: bool, doc: dict) -> tuple[bool, str]:
     check that could not run (no JSON, a load error, a refusal that exits 1 with no rows)
     is not a catch. Returns (caught, why not)."""
     res = doc.get("results") or []
-    if timed_out:
-        return False, "timed out"
-    if not res:
-        return False, f"exit {rc}, no check rows (the check did not run)"
-    errs = [x["error"] for x in res if x.get("error")]
-    if errs:
-        return False, f"exit {rc}, a row did not run: {errs[0][:120]}"
+    why = _chain_rows_not_run(rc, timed_out, res)
+    if why:
+        return False, why
     if rc != 1 or all(x.get("passed") is True for x in res):
         return False, f"exit {rc}, every row passed: the fault went through"
     return True, ""

@@ -112,23 +112,7 @@ def run(r: c.Run) -> None:
         return
     d = r.work / "chains"
     d.mkdir(parents=True, exist_ok=True)
-    wmap = c.PKGS / "chains-weights.json"
-    ok, _, _ = r.cmd(
-        "chains",
-        "weights.bin from the modules",
-        [
-            "python3",
-            "-m",
-            "rowfuse.bench.chains",
-            "--packages",
-            c.PKGS,
-            "--weights-map",
-            wmap,
-            "--weights-only",
-        ],
-        "weights.log",
-        600,
-    )
+    ok = write_weights(r, "chains", c.PKGS / "chains-weights.json")
     if ok and os.environ.get("CHAINS_CHECK", "1") != "0":
         _checks(r, d, m)
         _sanitize(r, d, m)
@@ -136,39 +120,49 @@ def run(r: c.Run) -> None:
         _stream_figures(r, d, m)
     if os.environ.get("CHAINS_SUITE", "1") == "0":
         return
-    limit = int(os.environ.get("CHAINS_TIMEOUT", "540"))
-    js = d / "chains.json"
-    ok, _, text = r.cmd(
+    select = ["--kinds", ",".join(m["kinds"]), "--rows", ",".join(map(str, m["rows"]))]
+    js, text = bench(
+        r,
         "chains",
         "suite against PyTorch and torch.compile",
-        [
-            "timeout",
-            "-s",
-            "INT",
-            str(limit),
-            "python3",
-            "-m",
-            "rowfuse.bench.chains",
-            "--packages",
-            c.PKGS,
-            "--kinds",
-            ",".join(m["kinds"]),
-            "--rows",
-            ",".join(map(str, m["rows"])),
-            "--deadline-s",
-            str(max(0, limit - 90)),
-            "--compiles",
-            os.environ.get("CHAINS_COMPILES", "2"),
-            "-o",
-            js,
-        ],
-        "chains.log",
-        limit + 60,
+        select,
+        int(os.environ.get("CHAINS_TIMEOUT", "540")),
+        os.environ.get("CHAINS_COMPILES", "2"),
+        d / "chains.json",
     )
     if js.is_file():
+        r.subs["chains"] = {"table": table_lines(text)}
+
+
+def write_weights(r: c.Run, sub: str, wmap) -> bool:
+    """Every weights.bin of the map written from the modules (one step of `sub`)."""
+    cmd = ["python3", "-m", "rowfuse.bench.chains", "--packages", c.PKGS]
+    ok, _, _ = r.cmd(
+        sub,
+        "weights.bin from the modules",
+        cmd + ["--weights-map", wmap, "--weights-only"],
+        "weights.log",
+        600,
+    )
+    return ok
+
+
+def bench(r: c.Run, sub: str, step: str, select: list, limit: int, compiles: str, js):
+    """`python -m rowfuse.bench.chains` over the cells `select` names (--kinds/--rows or
+    --cells), interrupted after `limit` seconds and starting no cell in the last 90, into
+    js (added to the run's results when written). Returns (js, the command's output)."""
+    cmd = ["timeout", "-s", "INT", str(limit), "python3", "-m", "rowfuse.bench.chains"]
+    cmd += ["--packages", c.PKGS, *select, "--deadline-s", str(max(0, limit - 90))]
+    cmd += ["--compiles", compiles, "-o", js]
+    _, _, text = r.cmd(sub, step, cmd, f"{sub}.log", limit + 60)
+    if js.is_file():
         r.primary.append(js)
-        lines = [ln for ln in text.splitlines() if ln.startswith("|")]
-        r.subs["chains"] = {"table": "\n".join(lines)}
+    return js, text
+
+
+def table_lines(text: str) -> str:
+    """The markdown table rows of a bench.chains output."""
+    return "\n".join(ln for ln in text.splitlines() if ln.startswith("|"))
 
 
 def _checks(r: c.Run, d, m) -> None:

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import os
 
+from . import chains
 from . import common as c
 
 SIBLINGS = (("-conv", "conventional"), ("-mma", "chain"), ("-stream", "chain-stream"))
@@ -35,7 +36,7 @@ def _shapes():
 
 def prepare(jobs: int, stamp: str) -> dict:
     from rowfuse import blocks
-    from rowfuse.bench import chains
+    from rowfuse.bench import chains as bench_chains
 
     seed, draw = _shapes()
     c.say(
@@ -56,7 +57,7 @@ def prepare(jobs: int, stamp: str) -> dict:
             rc, out, _, _ = c.sh(["python3", "-c", code, spec, model], env=c.compile_env())
             if rc != 0:
                 raise c.Failed(f"decode: export of {spec} failed: {out.strip()[-300:]}")
-        name = chains.package_name(spec, rows)
+        name = bench_chains.package_name(spec, rows)
         base = [model, "--rows", str(rows)]
         specs.append((name, base, False))
         specs += [(name + sfx, base + ["--schedule", s], False) for sfx, s in SIBLINGS]
@@ -73,7 +74,8 @@ def prepare(jobs: int, stamp: str) -> dict:
     wmaps = {}
     for name, rec in recs.items():
         if rec["status"] == "ok":
-            wmaps[name] = chains.prepare_weights(chains.kind_of(name), str(c.CACHE / rec["cache"]))
+            kind = bench_chains.kind_of(name)
+            wmaps[name] = bench_chains.prepare_weights(kind, str(c.CACHE / rec["cache"]))
     c.write_json(c.PKGS / "decode-weights.json", wmaps)
     return {
         "seed": seed,
@@ -93,56 +95,20 @@ def run(r: c.Run) -> None:
     pick = os.environ.get("DECODE_CELLS", "")
     if pick:
         cells = [cells[int(i)] for i in pick.split(",")]
-    ok, _, _ = r.cmd(
-        "decode",
-        "weights.bin from the modules",
-        [
-            "python3",
-            "-m",
-            "rowfuse.bench.chains",
-            "--packages",
-            c.PKGS,
-            "--weights-map",
-            c.PKGS / "decode-weights.json",
-            "--weights-only",
-        ],
-        "weights.log",
-        600,
-    )
-    if not ok:
+    if not chains.write_weights(r, "decode", c.PKGS / "decode-weights.json"):
         return
-    limit = int(os.environ.get("DECODE_TIMEOUT", "540"))
-    js = d / "decode.json"
-    ok, _, text = r.cmd(
+    js, text = chains.bench(
+        r,
         "decode",
         f"{len(cells)} decode shapes against their peers, warm and cold L2",
-        [
-            "timeout",
-            "-s",
-            "INT",
-            str(limit),
-            "python3",
-            "-m",
-            "rowfuse.bench.chains",
-            "--packages",
-            c.PKGS,
-            "--cells",
-            ",".join(f"{x['spec']}:{x['rows']}" for x in cells),
-            "--deadline-s",
-            str(max(0, limit - 90)),
-            "--compiles",
-            os.environ.get("DECODE_COMPILES", "1"),
-            "-o",
-            js,
-        ],
-        "decode.log",
-        limit + 60,
+        ["--cells", ",".join(f"{x['spec']}:{x['rows']}" for x in cells)],
+        int(os.environ.get("DECODE_TIMEOUT", "540")),
+        os.environ.get("DECODE_COMPILES", "1"),
+        d / "decode.json",
     )
     doc = c.read_json(js)
     if doc is None:
         return
-    r.primary.append(js)
-    lines = [ln for ln in text.splitlines() if ln.startswith("|")]
     regrets = [
         {
             "cell": f"{x['kind']}:{x['rows']}",
@@ -150,7 +116,7 @@ def run(r: c.Run) -> None:
         }
         for x in doc.get("cells", [])
     ]
-    r.subs["decode"] = {"table": "\n".join(lines), "regret": regrets}
+    r.subs["decode"] = {"table": chains.table_lines(text), "regret": regrets}
     missing = len(doc.get("not_run", []))
     why = f"{missing} cells not run (time budget)" if missing else ""
     r.step("decode", "every cell run", missing == 0, 0, why)
