@@ -118,6 +118,35 @@ def test_a_checking_build_spins_before_its_copies(tmp_path, correct, mode):
     assert re.search(r"setp\.lt\.s64\s+%p\d+, %rd\d+, 12345;", ptx)
 
 
+TMA = "cp.async.bulk.tensor"
+
+
+def prologue_issues(ptx: str) -> tuple[int, int]:
+    """TMA issues between the kernel's first two block barriers (the rings' prologue, X
+    and the weights in the plain build) and between the second barrier and the first
+    wgmma."""
+    lines = ptx.splitlines()
+    bars = [i for i, line in enumerate(lines) if re.match(r"\s*bar\.sync\s+0;", line)]
+    first_mma = next(i for i, line in enumerate(lines) if "wgmma.mma_async" in line)
+    assert len(bars) >= 2 and bars[1] < first_mma
+    between = sum(TMA in line for line in lines[bars[0] : bars[1]])
+    after = sum(TMA in line for line in lines[bars[1] : first_mma])
+    return between, after
+
+
+def test_a_checking_build_requests_the_first_weight_lap_after_the_barrier(tmp_path, correct):
+    """Without a producer warpgroup, warp 0 requests the weight ring's first lap; in the
+    plain build before the block barrier (every stage lands while the biases are staged),
+    in a checking build after it, so a consumer that skips its wait reads the poison.
+    X is still requested first in both."""
+    plain_between, plain_after = prologue_issues(kernel_file(correct, "fused_wgmma", "ptx"))
+    k, out = build_one(tmp_path, correct, "fused_wgmma", "", check_delay=20000)
+    assert k["w1_block"] == 0  # the layout without a producer warpgroup
+    between, after = prologue_issues((out / "kernels" / f"{k['name']}.ptx").read_text())
+    assert plain_after == 0 and plain_between > between > 0
+    assert after == plain_between - between  # every weight issue moved, none lost
+
+
 def test_compile_writes_the_delay_and_bench_refuses_a_checking_build(tmp_path, correct):
     """The planner carries --check-delay to every kernel's spec; `rowfuse bench --c`
     refuses such a package before it touches a GPU (its time would be the spins')."""

@@ -464,9 +464,10 @@ class WgmmaMlpKernel:
                 for _ in cutlass.range(cutlass.min(p.x_stages, n_my), unroll=1):
                     self.load_x(x_pipe, xp, tma_x, tXs, tXg, cid + xp.count * ncl)
                     xp.advance()
-                for _ in cutlass.range(cutlass.min(p.w_stages, n_w), unroll=1):
-                    self.load_w(w_pipe, wp, tma_w1, tW1s, tW1g, tma_w2, tW2s, tW2g, rank)
-                    wp.advance()
+                if cutlass.const_expr(p.check_delay == 0):
+                    for _ in cutlass.range(cutlass.min(p.w_stages, n_w), unroll=1):
+                        self.load_w(w_pipe, wp, tma_w1, tW1s, tW1g, tma_w2, tW2s, tW2g, rank)
+                        wp.advance()
 
         # b1 and b2 into shared memory while the first loads are in flight (their global
         # round trip off the path to the first wgmma), visible to all before any chunk (with
@@ -474,6 +475,12 @@ class WgmmaMlpKernel:
         if cutlass.const_expr(not p.producer_wg):
             self.stage_biases(mB1, mB2, sB1, sB2, tidx, p.threads)
             cute.arch.sync_threads()
+            if cutlass.const_expr(p.check_delay > 0):
+                if warp == 0:
+                    wp = self.first_lap_late(
+                        w_pipe, wp, cutlass.min(p.w_stages, n_w), tma_w1, tW1s, tW1g,
+                        tma_w2, tW2s, tW2g, rank,
+                    )
 
         # ---------------- per-warpgroup MMA partitions
         thr1 = mma1.get_slice(wtid)
@@ -866,6 +873,23 @@ class WgmmaMlpKernel:
             self.wait(pipe.sync_object_full.get_barrier(state.index), state.phase ^ 1)
         elif cutlass.const_expr(self.p.fault != "no_ring_wait"):
             self.consumer_wait(pipe, state)
+
+    @cute.jit
+    def first_lap_late(self, w_pipe, wp, m, tma_w1, tW1s, tW1g, tma_w2, tW2s, tW2g, rank):
+        """A checking build's first lap of the weight ring (no producer warpgroup): issued
+        after the block barrier, stages 1 .. m - 1 and then stage 0 (a delay before each),
+        so the first stage any consumer reads is the last one requested: a read that skips
+        its full-barrier wait (or waits for the wrong parity, which a fresh barrier
+        satisfies at once) finds the check's poison, whichever warp issues. Returns the
+        producer state after the lap (count m), as m advances of `wp` would."""
+        for k in cutlass.range(1, m, unroll=1):
+            st = pipeline.PipelineState(self.p.w_stages, k, k, cutlass.Int32(1))
+            self.load_w(w_pipe, st, tma_w1, tW1s, tW1g, tma_w2, tW2s, tW2g, rank)
+        if m > 0:
+            self.load_w(w_pipe, wp, tma_w1, tW1s, tW1g, tma_w2, tW2s, tW2g, rank)
+        for _ in cutlass.range(m, unroll=1):
+            wp.advance()
+        return wp
 
     @cute.jit
     def delay(self):
