@@ -331,7 +331,7 @@ rf_status_t rf_check_parse_shapes(rf_allocator_t a, const char *text, rf_check_s
     return RF_OK;
 }
 
-void rf_check_json_device(rf_json_writer_t *w, const rf_device_info_t *d) {
+static void json_device(rf_json_writer_t *w, const rf_device_info_t *d) {
     rf_json_key(w, "device");
     rf_json_object_begin(w);
     rf_json_key_string(w, "name", d->name);
@@ -343,63 +343,79 @@ void rf_check_json_device(rf_json_writer_t *w, const rf_device_info_t *d) {
     rf_json_object_end(w);
 }
 
+rf_status_t rf_check_json_begin(rf_check_json_t *j, const char *path, const char *job,
+                                const rf_device_info_t *d) {
+    j->f = fopen(path, "w");
+    if (!j->f)
+        return RF_ERR(RF_CODE_IO_ERROR, "cannot open %s for writing", path);
+    rf_json_writer_init_file(&j->w, j->f, 2);
+    rf_json_object_begin(&j->w);
+    rf_json_key_string(&j->w, "job", job);
+    json_device(&j->w, d);
+    return RF_OK;
+}
+
+void rf_check_json_results_begin(rf_check_json_t *j, uint64_t seed, int count, int passed) {
+    rf_json_key_int(&j->w, "seed", (int64_t)seed);
+    rf_json_key_int(&j->w, "count", count);
+    rf_json_key_int(&j->w, "passed", passed);
+    rf_json_key(&j->w, "results");
+    rf_json_array_begin(&j->w);
+}
+
+rf_status_t rf_check_json_end(rf_check_json_t *j, const char *path) {
+    rf_json_array_end(&j->w);
+    rf_json_object_end(&j->w);
+    rf_status_t st = rf_json_writer_finish(&j->w);
+    if (fclose(j->f) != 0 && !st)
+        st = RF_ERR(RF_CODE_IO_ERROR, "error closing %s", path);
+    return st ? rf_status_annotate(st, "while writing %s", path) : RF_OK;
+}
+
 rf_status_t rf_check_write_json(const char *path, const rf_check_options_t *o,
                                 const rf_device_info_t *d, const rf_check_result_t *res,
                                 int count) {
-    rf_json_writer_t w;
-    rf_status_t st;
+    rf_check_json_t j;
+    rf_json_writer_t *w = &j.w;
     int passed = 0;
-    FILE *f = fopen(path, "w");
-    if (!f)
-        return RF_ERR(RF_CODE_IO_ERROR, "cannot open %s for writing", path);
     for (int i = 0; i < count; i++)
         passed += res[i].passed;
-    rf_json_writer_init_file(&w, f, 2);
-    rf_json_object_begin(&w);
-    rf_json_key_string(&w, "job", "rowfuse check");
-    rf_check_json_device(&w, d);
-    rf_json_key(&w, "tolerance");
-    rf_json_object_begin(&w);
-    rf_json_key_double(&w, "step_fraction", o->tol.step_fraction);
-    rf_json_key_double(&w, "allow_factor", o->tol.allow_factor);
-    rf_json_key_string(&w, "reference", "rf_ref_run, mixed precision");
-    rf_json_object_end(&w);
-    rf_json_key_int(&w, "seed", (int64_t)o->seed);
-    rf_json_key_int(&w, "count", count);
-    rf_json_key_int(&w, "passed", passed);
-    rf_json_key(&w, "results");
-    rf_json_array_begin(&w);
+    rf_status_t st = rf_check_json_begin(&j, path, "rowfuse check", d);
+    if (st)
+        return st;
+    rf_json_key(w, "tolerance");
+    rf_json_object_begin(w);
+    rf_json_key_double(w, "step_fraction", o->tol.step_fraction);
+    rf_json_key_double(w, "allow_factor", o->tol.allow_factor);
+    rf_json_key_string(w, "reference", "rf_ref_run, mixed precision");
+    rf_json_object_end(w);
+    rf_check_json_results_begin(&j, o->seed, count, passed);
     for (int i = 0; i < count; i++) {
         const rf_check_result_t *r = &res[i];
-        rf_json_object_begin(&w);
-        rf_json_key_string(&w, "package", r->pkg);
-        rf_json_key_string(&w, "variant", r->variant);
-        rf_json_key_int(&w, "rows", r->rows);
-        rf_json_key_int(&w, "channels", r->channels);
-        rf_json_key_int(&w, "hidden", r->hidden);
-        rf_json_key_int(&w, "seed", (int64_t)r->seed);
-        rf_json_key_bool(&w, "passed", r->passed);
-        rf_json_key_int(&w, "kernel_nodes", r->kernel_nodes);
-        rf_json_key_int(&w, "graph_nodes", r->graph_nodes);
-        rf_json_key_int(&w, "nonfinite", r->nonfinite);
-        rf_json_key_int(&w, "out_of_tolerance", r->out_of_tol);
-        rf_json_key_double(&w, "max_abs_error", r->max_abs);
-        rf_json_key_double(&w, "rel_l2_error", r->rel_l2);
-        rf_json_key_double(&w, "steps", r->steps);
-        rf_json_key_double(&w, "max_allow_ratio", r->max_ratio);
-        rf_json_key_bool(&w, "replays_identical", r->identical);
-        rf_json_key_int(&w, "worst_index", r->worst_index);
-        rf_json_key_double(&w, "worst_got", r->worst_got);
-        rf_json_key_double(&w, "worst_ref", r->worst_ref);
-        rf_json_key_double(&w, "replay_event_us", r->replay_us);
-        rf_json_key_string(&w, "note", r->note);
-        rf_json_key_string(&w, "error", r->error);
-        rf_json_object_end(&w);
+        rf_json_object_begin(w);
+        rf_json_key_string(w, "package", r->pkg);
+        rf_json_key_string(w, "variant", r->variant);
+        rf_json_key_int(w, "rows", r->rows);
+        rf_json_key_int(w, "channels", r->channels);
+        rf_json_key_int(w, "hidden", r->hidden);
+        rf_json_key_int(w, "seed", (int64_t)r->seed);
+        rf_json_key_bool(w, "passed", r->passed);
+        rf_json_key_int(w, "kernel_nodes", r->kernel_nodes);
+        rf_json_key_int(w, "graph_nodes", r->graph_nodes);
+        rf_json_key_int(w, "nonfinite", r->nonfinite);
+        rf_json_key_int(w, "out_of_tolerance", r->out_of_tol);
+        rf_json_key_double(w, "max_abs_error", r->max_abs);
+        rf_json_key_double(w, "rel_l2_error", r->rel_l2);
+        rf_json_key_double(w, "steps", r->steps);
+        rf_json_key_double(w, "max_allow_ratio", r->max_ratio);
+        rf_json_key_bool(w, "replays_identical", r->identical);
+        rf_json_key_int(w, "worst_index", r->worst_index);
+        rf_json_key_double(w, "worst_got", r->worst_got);
+        rf_json_key_double(w, "worst_ref", r->worst_ref);
+        rf_json_key_double(w, "replay_event_us", r->replay_us);
+        rf_json_key_string(w, "note", r->note);
+        rf_json_key_string(w, "error", r->error);
+        rf_json_object_end(w);
     }
-    rf_json_array_end(&w);
-    rf_json_object_end(&w);
-    st = rf_json_writer_finish(&w);
-    if (fclose(f) != 0 && !st)
-        st = RF_ERR(RF_CODE_IO_ERROR, "error closing %s", path);
-    return st ? rf_status_annotate(st, "while writing %s", path) : RF_OK;
+    return rf_check_json_end(&j, path);
 }

@@ -16,7 +16,9 @@
 #define RF_CHECK_H
 
 #include <stdint.h>
+#include <stdio.h>
 
+#include "base/json.h"
 #include "rowfuse/alloc.h"
 #include "rowfuse/mlp.h"
 #include "rowfuse/runtime.h"
@@ -66,9 +68,18 @@ rf_status_t rf_check_run(rf_allocator_t allocator, const rf_check_options_t *opt
                          rf_device_info_t *out_device, rf_check_result_t **out_results,
                          int *out_count);
 
-/* The "device" key and object of a check's JSON (both the MLP and the chain check's). */
-struct rf_json_writer;
-void rf_check_json_device(struct rf_json_writer *w, const rf_device_info_t *device);
+/* The frame of both checks' JSON (the MLP's and the chain's): {"job", "device", the
+ * caller's keys, "seed", "count", "passed", "results": [the caller's objects]}. begin opens
+ * `path` and writes the job and the device; results_begin writes the counts and opens the
+ * array; end closes both, the file, and returns the first error (naming `path`). */
+typedef struct rf_check_json {
+    rf_json_writer_t w;
+    FILE *f;
+} rf_check_json_t;
+rf_status_t rf_check_json_begin(rf_check_json_t *j, const char *path, const char *job,
+                                const rf_device_info_t *device);
+void rf_check_json_results_begin(rf_check_json_t *j, uint64_t seed, int count, int passed);
+rf_status_t rf_check_json_end(rf_check_json_t *j, const char *path);
 
 /* Writes the results as JSON (device, options, results) to `path`. */
 rf_status_t rf_check_write_json(const char *path, const rf_check_options_t *options,

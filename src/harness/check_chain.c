@@ -189,51 +189,38 @@ rf_status_t rf_check_chain_run(rf_allocator_t a, const rf_check_options_t *o,
 rf_status_t rf_check_chain_write_json(const char *path, const rf_check_options_t *o,
                                       const rf_device_info_t *d, const rf_check_chain_result_t *res,
                                       int count) {
-    rf_json_writer_t w;
-    rf_status_t st;
+    rf_check_json_t j;
+    rf_json_writer_t *w = &j.w;
     int passed = 0;
-    FILE *f = fopen(path, "w");
-    if (!f)
-        return RF_ERR(RF_CODE_IO_ERROR, "cannot open %s for writing", path);
     for (int i = 0; i < count; i++)
         passed += res[i].passed;
-    rf_json_writer_init_file(&w, f, 2);
-    rf_json_object_begin(&w);
-    rf_json_key_string(&w, "job", "rowfuse check (chain packages)");
-    rf_check_json_device(&w, d);
-    rf_json_key_string(&w, "reference", "the chain's mixed-precision reference, per-element bound");
-    rf_json_key_int(&w, "seed", (int64_t)o->seed);
-    rf_json_key_int(&w, "count", count);
-    rf_json_key_int(&w, "passed", passed);
-    rf_json_key(&w, "results");
-    rf_json_array_begin(&w);
+    rf_status_t st = rf_check_json_begin(&j, path, "rowfuse check (chain packages)", d);
+    if (st)
+        return st;
+    rf_json_key_string(w, "reference", "the chain's mixed-precision reference, per-element bound");
+    rf_check_json_results_begin(&j, o->seed, count, passed);
     for (int i = 0; i < count; i++) {
         const rf_check_chain_result_t *r = &res[i];
-        rf_json_object_begin(&w);
-        rf_json_key_string(&w, "package", r->pkg);
-        rf_json_key_string(&w, "kernel", r->kernel);
-        rf_json_key_int(&w, "rows", r->rows);
-        rf_json_key_int(&w, "in_width", r->in_width);
-        rf_json_key_int(&w, "out_width", r->out_width);
-        rf_json_key_int(&w, "seed", (int64_t)r->seed);
-        rf_json_key_bool(&w, "passed", r->passed);
-        rf_json_key_int(&w, "kernel_nodes", r->kernel_nodes);
-        rf_json_key_bool(&w, "replays_identical", r->identical);
-        rf_json_key_int(&w, "nonfinite", r->nonfinite);
-        rf_json_key_int(&w, "over_bound", r->over_bound);
-        rf_json_key_double(&w, "max_abs_error", r->max_abs);
-        rf_json_key_double(&w, "max_bound_ratio", r->max_ratio);
-        rf_json_key_int(&w, "worst_index", r->worst_index);
-        rf_json_key_double(&w, "worst_got", r->worst_got);
-        rf_json_key_double(&w, "worst_ref", r->worst_ref);
-        rf_json_key_double(&w, "worst_bound", r->worst_bound);
-        rf_json_key_string(&w, "error", r->error);
-        rf_json_object_end(&w);
+        rf_json_object_begin(w);
+        rf_json_key_string(w, "package", r->pkg);
+        rf_json_key_string(w, "kernel", r->kernel);
+        rf_json_key_int(w, "rows", r->rows);
+        rf_json_key_int(w, "in_width", r->in_width);
+        rf_json_key_int(w, "out_width", r->out_width);
+        rf_json_key_int(w, "seed", (int64_t)r->seed);
+        rf_json_key_bool(w, "passed", r->passed);
+        rf_json_key_int(w, "kernel_nodes", r->kernel_nodes);
+        rf_json_key_bool(w, "replays_identical", r->identical);
+        rf_json_key_int(w, "nonfinite", r->nonfinite);
+        rf_json_key_int(w, "over_bound", r->over_bound);
+        rf_json_key_double(w, "max_abs_error", r->max_abs);
+        rf_json_key_double(w, "max_bound_ratio", r->max_ratio);
+        rf_json_key_int(w, "worst_index", r->worst_index);
+        rf_json_key_double(w, "worst_got", r->worst_got);
+        rf_json_key_double(w, "worst_ref", r->worst_ref);
+        rf_json_key_double(w, "worst_bound", r->worst_bound);
+        rf_json_key_string(w, "error", r->error);
+        rf_json_object_end(w);
     }
-    rf_json_array_end(&w);
-    rf_json_object_end(&w);
-    st = rf_json_writer_finish(&w);
-    if (fclose(f) != 0 && !st)
-        st = RF_ERR(RF_CODE_IO_ERROR, "error closing %s", path);
-    return st ? rf_status_annotate(st, "while writing %s", path) : RF_OK;
+    return rf_check_json_end(&j, path);
 }

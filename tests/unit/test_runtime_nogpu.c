@@ -20,7 +20,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cjson/cJSON.h>
+
 #include "harness/check.h"
+#include "harness/check_chain.h"
 #include "rf_test.h"
 #include "rowfuse/compile.h"
 #include "rowfuse/mlp.h"
@@ -301,6 +304,76 @@ static void test_check_job(void) {
     }
 }
 
+static cJSON *read_json(const char *path) {
+    static char buf[8192];
+    FILE *f = fopen(path, "r");
+    size_t n = f ? fread(buf, 1, sizeof(buf) - 1, f) : 0;
+    if (f)
+        fclose(f);
+    buf[n] = '\0';
+    return cJSON_Parse(buf);
+}
+
+/* Both checks' JSON share one frame (rf_check_json_*): job, device, the caller's keys,
+ * seed, count, passed (counted from the rows), results; an unwritable path names itself. */
+static void test_check_json(void) {
+    rf_check_options_t o;
+    rf_device_info_t d = {0};
+    char path[320];
+    rf_check_options_default(&o);
+    o.seed = 77;
+    snprintf(d.name, sizeof(d.name), "stand-in");
+    d.sm_count = 3;
+    rf_check_result_t m[2] = {0};
+    snprintf(m[0].pkg, sizeof(m[0].pkg), "p0");
+    snprintf(m[1].variant, sizeof(m[1].variant), "persistent-smem");
+    m[1].passed = 1;
+    m[1].max_ratio = 0.25;
+    snprintf(path, sizeof(path), "%s/check.json", tmp_root);
+    CHECK_OK(rf_check_write_json(path, &o, &d, m, 2));
+    cJSON *j = read_json(path);
+    CHECK(j != NULL);
+    if (j) {
+        const cJSON *res = cJSON_GetObjectItem(j, "results");
+        CHECK(!strcmp(cJSON_GetObjectItem(j, "job")->valuestring, "rowfuse check"));
+        CHECK(cJSON_GetObjectItem(cJSON_GetObjectItem(j, "device"), "sm_count")->valueint == 3);
+        CHECK(cJSON_IsObject(cJSON_GetObjectItem(j, "tolerance")));
+        CHECK(cJSON_GetObjectItem(j, "seed")->valueint == 77);
+        CHECK(cJSON_GetObjectItem(j, "count")->valueint == 2);
+        CHECK(cJSON_GetObjectItem(j, "passed")->valueint == 1);
+        CHECK(cJSON_GetArraySize(res) == 2);
+        CHECK(
+            !strcmp(cJSON_GetObjectItem(cJSON_GetArrayItem(res, 0), "package")->valuestring, "p0"));
+        CHECK(cJSON_GetObjectItem(cJSON_GetArrayItem(res, 1), "max_allow_ratio")->valuedouble ==
+              0.25);
+        cJSON_Delete(j);
+    }
+    rf_check_chain_result_t c[3] = {0};
+    c[0].passed = c[2].passed = 1;
+    c[2].over_bound = 0;
+    c[1].over_bound = 5;
+    snprintf(c[1].kernel, sizeof(c[1].kernel), "chain_k");
+    snprintf(path, sizeof(path), "%s/chain.json", tmp_root);
+    CHECK_OK(rf_check_chain_write_json(path, &o, &d, c, 3));
+    j = read_json(path);
+    CHECK(j != NULL);
+    if (j) {
+        const cJSON *res = cJSON_GetObjectItem(j, "results");
+        CHECK(strstr(cJSON_GetObjectItem(j, "job")->valuestring, "chain") != NULL);
+        CHECK(cJSON_IsString(cJSON_GetObjectItem(j, "reference")));
+        CHECK(cJSON_GetObjectItem(j, "count")->valueint == 3);
+        CHECK(cJSON_GetObjectItem(j, "passed")->valueint == 2);
+        CHECK(cJSON_GetArraySize(res) == 3);
+        CHECK(cJSON_GetObjectItem(cJSON_GetArrayItem(res, 1), "over_bound")->valueint == 5);
+        CHECK(!strcmp(cJSON_GetObjectItem(cJSON_GetArrayItem(res, 1), "kernel")->valuestring,
+                      "chain_k"));
+        cJSON_Delete(j);
+    }
+    snprintf(path, sizeof(path), "%s/no-such-dir/x.json", tmp_root);
+    CHECK_ERR(rf_check_chain_write_json(path, &o, &d, c, 3), RF_CODE_IO_ERROR, "no-such-dir");
+    CHECK_ERR(rf_check_write_json(path, &o, &d, m, 2), RF_CODE_IO_ERROR, "no-such-dir");
+}
+
 static void test_gpu(const char *fake_lib) {
     rf_allocator_t a = rf_allocator_system();
     rf_device_info_t info;
@@ -468,6 +541,7 @@ int main(int argc, char **argv) {
         test_fake_library(fake);
         test_no_device();
         test_check_job();
+        test_check_json();
     }
     {
         char cmd[600];
