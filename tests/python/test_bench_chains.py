@@ -168,3 +168,52 @@ def test_cells_and_specs():
     for bad in ("llama_ffn@q3", "llama_ffn@c0", "llama_ffn@c32x", "nope@c3"):
         with pytest.raises(ValueError):
             blocks.parse_spec(bad)
+
+
+def test_the_throughput_cell_and_its_roofline():
+    """The tiny MLP is also a cell at 2^20 rows; its work is counted from the plan (a
+    closed form: 32 -> 64 -> 64 -> 64 -> 16 without biases, and a gated stage counted
+    twice), the roofline is the larger of the two ceilings' times, and the summary and the
+    table judge rowfuse's span against it."""
+    assert ("tcnn_mlp", 1 << 20) in chains.cells(["tcnn_mlp"], [7])
+    assert all(r != 1 << 20 for _, r in chains.cells(["gpt2_ffn"], [7]))
+    lin = lambda k, n: {"op": "linear", "k": k, "n": n}  # noqa: E731
+    chain = {
+        "in_width": 32,
+        "out_width": 16,
+        "wh_elems": 32 * 64 + 2 * 64 * 64 + 64 * 16,
+        "wf_elems": 0,
+        "stages": [lin(32, 64), {"op": "act"}, lin(64, 64), lin(64, 64), lin(64, 16)],
+    }
+    rows = 1 << 20
+    w = chains.chain_work(chain, rows)
+    assert w["flops"] == 2 * rows * (32 * 64 + 64 * 64 * 2 + 64 * 16)
+    assert w["weight_bytes"] == 2 * 11264 and w["io_bytes"] == rows * (2 * 32 + 4 * 16)
+    assert w["bytes"] == w["io_bytes"] + w["weight_bytes"]
+    gated = dict(chain, stages=[{"op": "gated", "k": 32, "n": 64}])
+    assert chains.chain_work(gated, 1)["flops"] == 2 * 2 * 32 * 64
+    ceil = {"copy_gbs": 4000.0, "gemm_tflops": 600.0}
+    r = chains.roofline(w, ceil)
+    assert r["flop_us"] == pytest.approx(w["flops"] / 600e12 * 1e6)
+    assert r["memory_us"] == pytest.approx(w["bytes"] / 4000e9 * 1e6)
+    assert r["roofline_us"] == max(r["flop_us"], r["memory_us"])
+    assert r["limit"] == ("tensor" if r["flop_us"] > r["memory_us"] else "memory")
+    assert chains.roofline(w, dict(ceil, copy_gbs=1.0))["limit"] == "memory"
+    cell = {
+        "kind": "tcnn_mlp",
+        "rows": rows,
+        "roofline": r,
+        "variants": [
+            {"name": "rowfuse", "span_median_us": r["roofline_us"] * 2},
+            {"name": "torch-compile", "span_median_us": r["roofline_us"] * 8},
+        ],
+    }
+    cell["summary"] = s = chains.summarize_cell(cell)
+    assert s["of_roofline"] == 0.5 and s["roofline_limit"] == r["limit"]
+    assert s["ratio_to_compile"] == 0.25
+    t = chains.table({"cells": [cell], "ceilings": ceil}).splitlines()
+    assert "copy 4000 GB/s, GEMM 600 TFLOP/s" in t[-5]
+    assert t[-1].startswith(f"| tcnn_mlp | {rows} | ") and t[-1].endswith(" | 50% | 0.25 |")
+    # a cell without a roofline has no such keys, and the table no second part
+    plain = dict(cell, roofline=None)
+    assert "of_roofline" not in chains.summarize_cell(plain)

@@ -56,6 +56,10 @@ DECODE_KINDS = ("gpt2_ffn", "llama_ffn")
 # kinds benchmarked at decode rows only (their weights make larger row counts a GEMM's job):
 # the DECODE_ROWS and the suite's rows up to 64
 DECODE_ONLY = ("xl_gelu_ffn",)
+# kinds also benchmarked at a throughput row count, where the span is judged against the
+# roofline of the device's measured ceilings (`roofline`): the tiny MLP at 2^20 rows, the
+# regime tiny-cuda-nn is built for
+THROUGHPUT_ROWS = {"tcnn_mlp": (1 << 20,)}
 CHAIN_KINDS = (
     "tcnn_mlp",
     "gpt2_ffn",
@@ -110,8 +114,73 @@ def cells(kinds, rows) -> list[tuple[str, int]]:
             rs = {r for r in rows if r <= 64} | set(DECODE_ROWS)
         else:
             rs = set(rows) | (set(DECODE_ROWS) if k in DECODE_KINDS else set())
+        rs |= set(THROUGHPUT_ROWS.get(k, ()))
         out += [(k, r) for r in sorted(rs)]
     return out
+
+
+def chain_work(chain: dict, rows: int) -> dict:
+    """What one call of the chain (plan.json's "chain") must do at `rows`: tensor-core
+    FLOPs (2 K N per row for every linear, twice for a gated stage) and the bytes no
+    schedule can avoid (X read in fp16, Y written in fp32, the weights read once)."""
+    flops = sum(
+        2.0 * rows * s["k"] * s["n"] * (2 if s["op"] == "gated" else 1)
+        for s in chain["stages"]
+        if s["op"] in ("linear", "gated")
+    )
+    weights = 2 * chain["wh_elems"] + 4 * chain["wf_elems"]
+    io = 2 * rows * chain["in_width"] + 4 * rows * chain["out_width"]
+    return {"flops": flops, "bytes": io + weights, "io_bytes": io, "weight_bytes": weights}
+
+
+def roofline(work: dict, ceilings: dict) -> dict:
+    """The shortest time the device's measured ceilings allow for `work` (us): the larger
+    of FLOPs at the GEMM rate and bytes at the copy rate, and which one binds."""
+    t_flop = work["flops"] / (ceilings["gemm_tflops"] * 1e12) * 1e6
+    t_mem = work["bytes"] / (ceilings["copy_gbs"] * 1e9) * 1e6
+    return {
+        "flop_us": t_flop,
+        "memory_us": t_mem,
+        "roofline_us": max(t_flop, t_mem),
+        "limit": "tensor" if t_flop >= t_mem else "memory",
+    }
+
+
+def measure_ceilings(reps: int = 20, warmup: int = 3) -> dict:
+    """The device's two ceilings, measured as the C host measures them (src/harness/
+    ceilings.c): a device-to-device copy of 1 GiB (2 x bytes / time: every byte read and
+    written once) and an 8192^3 fp16 GEMM with fp32 accumulation (2 N^3 / time; here
+    PyTorch's cuBLAS heuristic, where the C host times cuBLASLt's top algorithms), each the
+    median of `reps` event-timed launches after `warmup`."""
+    import torch
+
+    def median_ms(fn) -> float:
+        for _ in range(warmup):
+            fn()
+        times = []
+        for _ in range(reps):
+            e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            e0.record()
+            fn()
+            e1.record()
+            e1.synchronize()
+            times.append(e0.elapsed_time(e1))
+        return float(np.median(times))
+
+    nbytes = 1 << 30
+    src = torch.empty(nbytes, dtype=torch.uint8, device="cuda")
+    dst = torch.empty_like(src)
+    t_copy = median_ms(lambda: dst.copy_(src))
+    n = 8192
+    a = torch.randn(n, n, device="cuda", dtype=torch.float16)
+    b = torch.randn(n, n, device="cuda", dtype=torch.float16)
+    t_gemm = median_ms(lambda: torch.mm(a, b))
+    return {
+        "copy_gbs": 2 * nbytes / (t_copy * 1e-3) / 1e9,
+        "gemm_tflops": 2 * n**3 / (t_gemm * 1e-3) / 1e12,
+        "method": f"median of {reps} event-timed launches: 1 GiB device copy, {n}^3 fp16 "
+        "GEMM (torch.mm, fp32 accumulation)",
+    }
 
 
 def parse_cells(text: str) -> list[tuple[str, int]]:
@@ -307,6 +376,7 @@ def bench_cell(kind: str, rows: int, package: str, args, seed: int) -> dict:
     cell["kernel"] = plan["kernels"][0]["name"] if plan.get("kernels") else None
     cell["schedule"] = plan.get("schedule")
     cell["weight_bytes"] = 2 * plan["chain"]["wh_elems"] + 4 * plan["chain"]["wf_elems"]
+    cell["work"] = chain_work(plan["chain"], rows)
     c_in = plan["chain"]["in_width"]
     gen = torch.Generator().manual_seed(seed)
     x32 = torch.randn(rows, c_in, generator=gen)
@@ -450,6 +520,10 @@ def summarize_cell(cell: dict) -> dict:
             out["ratio_to_compile" + sfx] = spans["rowfuse"] / spans["torch-compile"]
         if "rowfuse" in spans and cell.get("weight_bytes"):
             out["weights_gbs" + sfx] = cell["weight_bytes"] / (spans["rowfuse"] * 1e3)
+        # a throughput cell: rowfuse's span against the roofline of the measured ceilings
+        if "rowfuse" in spans and cell.get("roofline") and not sfx:
+            out["of_roofline"] = cell["roofline"]["roofline_us"] / spans["rowfuse"]
+            out["roofline_limit"] = cell["roofline"]["limit"]
         # the plan's choice against the fastest of rowfuse's schedules that were timed, and
         # against the fastest variant of all (1.0: the choice is the fastest)
         ours = {k: v for k, v in spans.items() if k.startswith("rowfuse")}
@@ -489,6 +563,26 @@ def table(doc: dict) -> str:
                 f"| {cell['kind']} | {cell['rows']}{label} | "
                 + " | ".join(fmt(n) for n in names)
                 + f" | {r} | {s.get('fastest' + sfx) or '-'} |"
+            )
+    roof = [c for c in doc["cells"] if (c.get("summary") or {}).get("of_roofline") is not None]
+    if roof:
+        ceil = doc.get("ceilings") or {}
+        lines += [
+            "",
+            f"Throughput cells against the roofline of the measured ceilings (copy "
+            f"{ceil.get('copy_gbs', 0):.0f} GB/s, GEMM {ceil.get('gemm_tflops', 0):.0f} TFLOP/s):",
+            "",
+            "| kind | rows | roofline (us) | binds | rowfuse of the roofline | "
+            "rowfuse / torch.compile |",
+            "|---|---|---|---|---|---|",
+        ]
+        for c in roof:
+            s = c["summary"]
+            comp = s.get("ratio_to_compile")
+            lines.append(
+                f"| {c['kind']} | {c['rows']} | {c['roofline']['roofline_us']:.1f} | "
+                f"{s['roofline_limit']} | {s['of_roofline']:.0%} | "
+                + (f"{comp:.2f} |" if comp is not None else "- |")
             )
     return "\n".join(lines)
 
@@ -534,6 +628,8 @@ def run(args) -> dict:
         "not_run": [],
     }
     harness.init_profiler_for_graphs()
+    if any(r in THROUGHPUT_ROWS.get(kind, ()) for kind, r in todo):
+        doc["ceilings"] = measure_ceilings()
     t0 = time.monotonic()
     for i, (kind, r) in enumerate(todo):
         pkg = os.path.join(args.packages, package_name(kind, r))
@@ -555,6 +651,8 @@ def run(args) -> dict:
                 "error": f"{type(e).__name__}: {str(e).splitlines()[0][:300]}",
             }
             harness.progress(f"{kind} x {r}: FAILED: {cell['error']}")
+        if r in THROUGHPUT_ROWS.get(kind, ()) and "work" in cell:
+            cell["roofline"] = roofline(cell["work"], doc["ceilings"])
         cell["summary"] = summarize_cell(cell)
         doc["cells"].append(cell)
         if args.output:
