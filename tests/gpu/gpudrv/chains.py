@@ -1,5 +1,6 @@
 """chains: the suite of block kinds (rowfuse.blocks) against their peers, at 1, 7, 64, 1,000
-and 16,384 rows, the FFNs also at 4 and 16 (rowfuse.bench.chains).
+and 16,384 rows, the FFNs also at 4 and 16, the tiny MLP also at 2^20 against the roofline
+of the measured ceilings (rowfuse.bench.chains.cells).
 
 Here: each kind exported once (`python -m rowfuse.export rowfuse.blocks:KIND`), compiled at
 every row count (`rowfuse compile KIND.onnx --rows R`: the plan's tile and schedule depend
