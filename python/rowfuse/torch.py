@@ -270,7 +270,7 @@ class ChainBlock(_Loaded):
         self.model = model
         self.kernel_name = self.plan["kernels"][0]["name"] if self.plan.get("kernels") else None
         # the conventional schedule's scratch row between its kernels (fp16 elements)
-        conv = self.plan.get("schedule") == "conventional"
+        conv = str(self.plan.get("schedule", "")).startswith("conventional")
         self._aux_row = int(ch.get("aux_row", 0)) if conv else None
         self._pkg = ctypes.c_void_p()
         self.device = None

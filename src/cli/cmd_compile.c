@@ -233,11 +233,11 @@ static int print_faults(void) {
 static void print_chain(const rf_chain_plan_t *p, const char *what, const char *out_dir) {
     printf("compiled the chain of %s into %s\n", what, out_dir);
     int conv = !strncmp(p->name, "conv_", 5);
-    printf("  kernel%s %s (%s): %s\n", conv ? "s" : "", p->name,
-           conv                             ? "chain_mma, one per segment"
-           : strncmp(p->name, "stream_", 7) ? "chain_mma"
-                                            : "chain_stream",
-           p->reason);
+    const char *kinds = !strncmp(p->name, "stream_", 7) ? "chain_stream" : "chain_mma";
+    if (conv)
+        kinds = strstr(p->reason, "chain_wgmma") ? "chain_mma and chain_wgmma, one per segment"
+                                                 : "chain_mma, one per segment";
+    printf("  kernel%s %s (%s): %s\n", conv ? "s" : "", p->name, kinds, p->reason);
     printf("  %d registers%s, %d blocks per SM%s; wh %lld fp16, wf %lld fp32 weights\n",
            p->registers, conv ? " (the most of its kernels)" : "", p->blocks_per_sm,
            conv ? " (the fewest)" : "", (long long)p->wh_elems, (long long)p->wf_elems);

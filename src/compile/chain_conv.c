@@ -158,8 +158,81 @@ static rf_status_t plan_segments(const rf_chain_t *c, int64_t rows, const rf_tar
     return RF_OK;
 }
 
+static int64_t align_up(int64_t off, int64_t a) {
+    return (off + a - 1) / a * a;
+}
+
+int64_t rf_chain_wgmma_smem(int tile_m, int tile_n, int k_block, int stages, int mats) {
+    int64_t off = align_up(0, 8) + 16 * (int64_t)stages;
+    off = align_up(off, 1024) + 2 * (int64_t)tile_m * k_block * stages;
+    for (int m = 0; m < mats; m++)
+        off = align_up(off, 1024) + 2 * (int64_t)k_block * tile_n * stages;
+    return off + 1024;
+}
+
+static int aligned_col(const rf_chain_conv_plan_t *cp, int v) {
+    return v == 0 || (cp->aux_col[v] >= 0 && cp->aux_col[v] % 8 == 0);
+}
+
+/* Segment i as a Hopper GEMM (rf_chain_conv_plan_make's wgmma): its fields set when its
+ * operands allow one and a ring of two stages fits; otherwise it stays chain_mma. */
+static void wgmma_geometry(const rf_chain_t *c, int64_t rows, const rf_target_t *t,
+                           rf_chain_conv_plan_t *cp, int i) {
+    rf_chain_seg_plan_t *seg = &cp->segs[i];
+    rf_chain_plan_t *p = &seg->plan;
+    int s = p->first_stage, last = c->n_values - 1;
+    if (p->end_stage - s != 1 || !rf_chain_stage_is_mm(&c->stages[s]))
+        return;
+    const rf_chain_stage_t *st = &c->stages[s];
+    const rf_chain_stage_plan_t *ps = &p->stages[s];
+    int gated = st->op == RF_CHAIN_GATED;
+    if (c->values[st->src].dtype != RF_DTYPE_F16 || !aligned_col(cp, st->src) || st->k % 8 != 0 ||
+        st->n % 8 != 0 || cp->aux_row % 8 != 0)
+        return;
+    if (ps->w % 8 != 0 || (gated && ps->wu % 8 != 0))
+        return;
+    if (st->dst != last && (cp->aux_col[st->dst] < 0 || cp->aux_col[st->dst] % 8 != 0))
+        return;
+    for (int e = 0; e < st->n_epi; e++) /* operands read element by element, in place */
+        if (st->epi[e].op != RF_CHAIN_EPI_ACT && st->epi[e].src != 0 &&
+            cp->aux_col[st->epi[e].src] < 0)
+            return;
+    /* the largest tiles that still give every SM one */
+    static const int tm_of[] = {128, 128, 64, 64}, tn_of[] = {128, 64, 128, 64};
+    int tm = 64, tn = 64;
+    for (int k = 0; k < 4; k++) {
+        int64_t items = (rows + tm_of[k] - 1) / tm_of[k] * ((st->n + tn_of[k] - 1) / tn_of[k]);
+        if (items >= t->sm_count) {
+            tm = tm_of[k];
+            tn = tn_of[k];
+            break;
+        }
+    }
+    if (st->n < 64)
+        tn = (int)align_up(st->n, 16);
+    int64_t tiles_n = (st->n + tn - 1) / tn;
+    if (p->values[st->dst].padded_width > tiles_n * tn)
+        return;
+    int stages = 0;
+    for (int k = 8; k >= 2 && !stages; k--)
+        if (rf_chain_wgmma_smem(tm, tn, 64, k, gated ? 2 : 1) <= t->smem_per_block)
+            stages = k;
+    if (!stages)
+        return;
+    seg->wg_tile_m = tm;
+    seg->wg_tile_n = tn;
+    seg->wg_k_block = 64;
+    seg->wg_stages = stages;
+    seg->split_stage = s;
+    seg->slices = (int)tiles_n;
+    seg->slice_chunks = 0;
+    p->tile_rows = tm;
+    p->warps = 4 * (tm / 64 + 1);
+    p->smem_bytes = rf_chain_wgmma_smem(tm, tn, 64, stages, gated ? 2 : 1);
+}
+
 rf_status_t rf_chain_conv_plan_make(const rf_chain_t *c, int64_t rows, const rf_target_t *t,
-                                    int tile_rows, rf_chain_plan_t *whole,
+                                    int tile_rows, int wgmma, rf_chain_plan_t *whole,
                                     rf_chain_conv_plan_t *cp) {
     int starts[RF_CHAIN_CONV_MAX_SEGS + 1];
     memset(cp, 0, sizeof *cp);
@@ -169,7 +242,7 @@ rf_status_t rf_chain_conv_plan_make(const rf_chain_t *c, int64_t rows, const rf_
     RF_RETURN_IF_ERROR(rf_chain_plan_make(c, rows, &unbounded, 16, whole),
                        "placing the weights of the conventional schedule");
     whole->target = *t;
-    int n = cut(c, (rows + 15) / 16 < t->sm_count, starts);
+    int n = cut(c, wgmma || (rows + 15) / 16 < t->sm_count, starts);
     rf_chain_plan_t *alt = calloc(1, sizeof *alt);
     if (!alt)
         return RF_ERR(RF_CODE_OUT_OF_MEMORY, "a segment plan");
@@ -196,6 +269,10 @@ rf_status_t rf_chain_conv_plan_make(const rf_chain_t *c, int64_t rows, const rf_
                 int f = starts[g];
                 if (starts[g + 1] - f < 2 || c->stages[f].op != RF_CHAIN_NORM)
                     continue;
+                if (wgmma) { /* the matmul's kernel is to be a GEMM alone */
+                    apart = g;
+                    break;
+                }
                 rf_status_t a =
                     rf_chain_plan_range(c, rows, t, tile_rows, f + 1, starts[g + 1], 1, alt);
                 if (!a && alt->tile_rows > cp->segs[g].plan.tile_rows)
@@ -217,6 +294,12 @@ rf_status_t rf_chain_conv_plan_make(const rf_chain_t *c, int64_t rows, const rf_
         n++;
     }
     free(alt);
+    cp->wgmma = wgmma;
+    int gemms = 0;
+    for (int i = 0; i < n && wgmma; i++) {
+        wgmma_geometry(c, rows, t, cp, i);
+        gemms += cp->segs[i].wg_tile_m > 0;
+    }
     snprintf(whole->name, sizeof whole->name, "conv_%s", whole->hash);
     int with_mm = 0;
     for (int s = 0; s < c->n_stages; s++)
@@ -225,5 +308,10 @@ rf_status_t rf_chain_conv_plan_make(const rf_chain_t *c, int64_t rows, const rf_
              "conventional: %d kernels (%d with a linear stage and its epilogue, %d without: "
              "a norm's), %lld bytes of scratch per row between them",
              n, with_mm, n - with_mm, (long long)(2 * cp->aux_row));
+    if (wgmma) {
+        size_t len = strlen(whole->reason);
+        snprintf(whole->reason + len, sizeof whole->reason - len,
+                 "; %d of them Hopper GEMMs (chain_wgmma)", gemms);
+    }
     return RF_OK;
 }

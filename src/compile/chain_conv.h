@@ -47,6 +47,10 @@ typedef struct rf_chain_seg_plan {
     int direct[RF_CHAIN_MAX_STAGES + 1];
     int n_streamed; /* matmul inputs streamed through the ring (rf_chain_plan_range) */
     int streamed[RF_CHAIN_MAX_STAGES + 1];
+    /* a Hopper GEMM (mode chain_wgmma, rf_chain_conv_plan_make with wgmma) instead of the
+     * chain_mma kernel: tile_m x tile_n tiles of the output (plan.tile_rows = tile_m, slices =
+     * the column tiles), k_block-deep steps through a `stages`-deep TMA ring; 0: chain_mma */
+    int wg_tile_m, wg_tile_n, wg_k_block, wg_stages;
 } rf_chain_seg_plan_t;
 
 typedef struct rf_chain_conv_plan {
@@ -55,15 +59,29 @@ typedef struct rf_chain_conv_plan {
     int64_t aux_row;           /* fp16 elements per row of the scratch (0: none needed) */
     int64_t aux_col[RF_CHAIN_MAX_STAGES + 1]; /* per value; -1: not in the scratch */
     char fault[32]; /* a planted fault's generator spelling (conv_no_store), else "" */
+    int wgmma;      /* planned for conventional-wgmma (rf_chain_conv_plan_make) */
 } rf_chain_conv_plan_t;
 
 /* Plans every segment's kernel for `rows` rows on target t (tile_rows as for chain_mma: 0 auto).
  * `whole` receives the chain's plan for the package's chain object (hash, weight offsets,
  * name "conv_<hash>", reason); it needs no shared-memory fit. UNSUPPORTED names the segment
- * whose kernel does not fit. */
+ * whose kernel does not fit.
+ *
+ * wgmma (schedule conventional-wgmma, an sm_90 target): every norm gets a kernel of its own,
+ * so each matmul's kernel is the matmul and its fused epilogue alone, and such a kernel
+ * becomes a Hopper GEMM (python/rowfuse/kernels/chain_wgmma.py) where TMA can read its
+ * operands: src fp16 in X or the scratch, K and N multiples of 8, weights and scratch columns
+ * 16-byte aligned, dst in Y or the scratch. Tiles: 128 or 64 rows by 128 or 64 columns
+ * (narrower N: N rounded up to 16), the largest that still gives every SM a tile; 64-deep k
+ * steps; the deepest ring (2..8 stages) that fits. The others stay chain_mma kernels. */
 rf_status_t rf_chain_conv_plan_make(const rf_chain_t *c, int64_t rows, const rf_target_t *t,
-                                    int tile_rows, rf_chain_plan_t *whole,
+                                    int tile_rows, int wgmma, rf_chain_plan_t *whole,
                                     rf_chain_conv_plan_t *out);
+
+/* Bytes of shared memory a chain_wgmma kernel takes (its generator counts the same): full and
+ * empty mbarriers per stage, the src ring and `mats` weight rings, each 1 KB aligned, and the
+ * allocator's 1 KB alignment. */
+int64_t rf_chain_wgmma_smem(int tile_m, int tile_n, int k_block, int stages, int mats);
 void rf_chain_conv_plan_free(rf_chain_conv_plan_t *cp);
 
 /* kernel_spec.json / plan.json of the schedule (chain_package.c): every segment's chain_mma

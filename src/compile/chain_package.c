@@ -244,9 +244,10 @@ void rf_chain_json_stages(rf_json_writer_t *w, const rf_chain_plan_t *p) {
 static void write_kernel_of(rf_json_writer_t *w, const rf_chain_plan_t *p,
                             const rf_chain_conv_plan_t *cp, int index, int with_facts) {
     const rf_chain_seg_plan_t *seg = cp ? &cp->segs[index] : NULL;
+    int gemm = seg && seg->wg_tile_m > 0;
     rf_json_object_begin(w);
     rf_json_key_string(w, "name", p->name);
-    rf_json_key_string(w, "mode", "chain_mma");
+    rf_json_key_string(w, "mode", gemm ? "chain_wgmma" : "chain_mma");
     rf_json_key_int(w, "in_width", rf_chain_in_width(p->chain));
     rf_json_key_int(w, "out_width", rf_chain_out_width(p->chain));
     rf_json_key_int(w, "tile_rows", p->tile_rows);
@@ -284,6 +285,15 @@ static void write_kernel_of(rf_json_writer_t *w, const rf_chain_plan_t *p,
         rf_json_key_int(w, "split_stage", seg->split_stage);
         rf_json_key_int(w, "slices", seg->slices);
         rf_json_key_int(w, "slice_chunks", seg->slice_chunks);
+        rf_json_object_end(w);
+    }
+    if (gemm) {
+        rf_json_key(w, "wgmma");
+        rf_json_object_begin(w);
+        rf_json_key_int(w, "tile_m", seg->wg_tile_m);
+        rf_json_key_int(w, "tile_n", seg->wg_tile_n);
+        rf_json_key_int(w, "k_block", seg->wg_k_block);
+        rf_json_key_int(w, "stages", seg->wg_stages);
         rf_json_object_end(w);
     }
     if (with_facts) {
@@ -402,8 +412,8 @@ rf_status_t rf_chain_conv_spec_write(const rf_chain_plan_t *whole, const rf_chai
 rf_status_t rf_chain_conv_plan_write(const rf_chain_plan_t *whole, const rf_chain_conv_plan_t *cp,
                                      const char *model, int64_t wh_offset, int64_t wf_offset,
                                      const char *path) {
-    return rf_chain_plan_write_entry(whole, "conventional", conv_entry, cp, model, wh_offset,
-                                     wf_offset, path);
+    return rf_chain_plan_write_entry(whole, cp->wgmma ? "conventional-wgmma" : "conventional",
+                                     conv_entry, cp, model, wh_offset, wf_offset, path);
 }
 
 /* ---- the package ---- */
@@ -526,7 +536,13 @@ static rf_status_t compile_conv(const rf_chain_t *c, const rf_compile_options_t 
                       "--plant-fault %s: the conventional schedule of a chain takes conv-no-store "
                       "(the chain_stream kernel's faults are for --schedule chain-stream)",
                       o->fault);
-    RF_RETURN_IF_ERROR_PLAIN(rf_chain_conv_plan_make(c, rows, t, o->tile_rows, p, &cp));
+    int wgmma = o->schedule && !strcmp(o->schedule, "conventional-wgmma");
+    if (wgmma && strcmp(t->arch, "sm_90a") != 0)
+        return RF_ERR(RF_CODE_UNSUPPORTED,
+                      "--schedule conventional-wgmma: its GEMMs are Hopper kernels (wgmma, "
+                      "TMA); target %s is %s",
+                      t->name, t->arch);
+    RF_RETURN_IF_ERROR_PLAIN(rf_chain_conv_plan_make(c, rows, t, o->tile_rows, wgmma, p, &cp));
     if (o->fault) /* tests of the checks only: every kernel entry carries it */
         snprintf(cp.fault, sizeof cp.fault, "conv_no_store");
     if (why) {
@@ -545,13 +561,15 @@ static rf_status_t compile_chain(const rf_chain_t *c, const rf_compile_options_t
         return RF_ERR(RF_CODE_INVALID_ARGUMENT, "no output directory (-o)");
     RF_RETURN_IF_ERROR_PLAIN(chain_test_options(o));
     int automatic = !o->schedule || !strcmp(o->schedule, "auto");
-    int conv = o->schedule && !strcmp(o->schedule, "conventional");
+    int conv = o->schedule &&
+               (!strcmp(o->schedule, "conventional") || !strcmp(o->schedule, "conventional-wgmma"));
     if (!automatic && !conv && strcmp(o->schedule, "chain") != 0 &&
         strcmp(o->schedule, "chain-stream") != 0)
         return RF_ERR(RF_CODE_INVALID_ARGUMENT,
                       "--schedule %s: the model is a chain, whose schedules are chain (its "
                       "chain_mma kernel), chain-stream (the weight-streaming kernel of an FFN "
-                      "at few rows) and conventional (one kernel per linear); the other MLP "
+                      "at few rows), conventional (one kernel per linear) and "
+                      "conventional-wgmma (the same with Hopper GEMMs); the other MLP "
                       "schedules apply to the residual MLP",
                       o->schedule);
     RF_RETURN_IF_ERROR_PLAIN(rf_target_lookup(o->target ? o->target : "h200", &t));
@@ -581,7 +599,8 @@ static rf_status_t compile_chain(const rf_chain_t *c, const rf_compile_options_t
 }
 
 int rf_compile_is_chain_schedule(const char *schedule) {
-    return schedule && (!strcmp(schedule, "chain") || !strcmp(schedule, "chain-stream"));
+    return schedule && (!strcmp(schedule, "chain") || !strcmp(schedule, "chain-stream") ||
+                        !strcmp(schedule, "conventional-wgmma"));
 }
 
 /* fp32 copies of fp16 weights, in the chain's arena. */

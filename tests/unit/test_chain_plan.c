@@ -321,7 +321,7 @@ static void test_conventional_segments(void) {
             int64_t rows = k ? 5000 : 100;
             rf_chain_plan_t *whole = calloc(1, sizeof *whole);
             rf_chain_conv_plan_t cp;
-            CHECK_OK(rf_chain_conv_plan_make(c, rows, &t, 0, whole, &cp));
+            CHECK_OK(rf_chain_conv_plan_make(c, rows, &t, 0, 0, whole, &cp));
             int next = 0, seg_of[RF_CHAIN_MAX_STAGES];
             for (int g = 0; g < cp.n_segs; g++) {
                 const rf_chain_seg_plan_t *sg = &cp.segs[g];

@@ -81,11 +81,14 @@ def make_kernel(k: dict, smem_row_pad: int):
     others); each checks its entry."""
     from rowfuse.kernels import chain_mma as cm  # noqa: PLC0415
     from rowfuse.kernels import chain_stream as cs  # noqa: PLC0415
+    from rowfuse.kernels import chain_wgmma as cw  # noqa: PLC0415
     from rowfuse.kernels import rowfuse_hopper as rh  # noqa: PLC0415
     from rowfuse.kernels import rowfuse_kernels as rk  # noqa: PLC0415
 
     if k.get("mode") == "fused_wgmma":
         return rh.WgmmaMlpKernel(rh.HopperPlan.from_spec(k))
+    if k.get("mode") == cw.MODE:
+        return cw.ChainGemmKernel(cw.GemmPlan.from_spec(k))
     if k.get("mode") == cm.MODE:
         return cm.make_kernel(cm.ChainPlan.from_spec(k, smem_row_pad))
     if k.get("mode") == cs.MODE:
@@ -94,8 +97,9 @@ def make_kernel(k: dict, smem_row_pad: int):
 
 
 def _is_chain(k: dict) -> bool:
-    """A chain kernel (launched through rf_pkg_launch_chain): chain_mma or chain_stream."""
-    return k.get("mode") in ("chain_mma", "chain_stream")
+    """A chain kernel (launched through rf_pkg_launch_chain): chain_mma, chain_stream or a
+    conventional schedule's chain_wgmma GEMM."""
+    return k.get("mode") in ("chain_mma", "chain_stream", "chain_wgmma")
 
 
 def _is_stream(k: dict) -> bool:
@@ -112,6 +116,7 @@ def compile_kernel(kern, arch: str, kdir: str, dump_root: str) -> dict:
 
     from rowfuse.kernels import chain_mma as cm  # noqa: PLC0415
     from rowfuse.kernels import chain_stream as cs  # noqa: PLC0415
+    from rowfuse.kernels import chain_wgmma as cw  # noqa: PLC0415
 
     plan = kern.p
     f16, f32 = cutlass.Float16, cutlass.Float32
@@ -122,6 +127,8 @@ def compile_kernel(kern, arch: str, kdir: str, dump_root: str) -> dict:
 
     if isinstance(kern, cm.ChainKernel):
         args = cm.compile_args(plan)
+    elif isinstance(kern, cw.ChainGemmKernel):
+        args = cw.compile_args(plan)
     elif isinstance(kern, cs.StreamKernel):
         args = cs.compile_args(plan)
     else:
