@@ -160,7 +160,8 @@ static void rf_command_help(const rf_cli_command_t *c) {
             printf("%s %s", s ? "," : "", rf_schedule_name((rf_schedule_t)s));
         printf("\n");
         printf("a chain's schedules (and the residual MLP's when asked for): chain, "
-               "chain-stream; a chain's conventional: one kernel per linear\n");
+               "chain-stream, conventional-wgmma (one Hopper GEMM per linear); a chain's "
+               "conventional: one kernel per linear\n");
     }
 }
 
