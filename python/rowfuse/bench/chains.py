@@ -81,11 +81,13 @@ NORM_KEYS = ("gamma", "beta")  # fp32 [width of the norm's input], in wf
 
 
 # (package suffix, variant, schedule) of the same block compiled in another schedule with
-# --schedule: KIND-ROWS-conv is the suite's; the -mma (whole-chain kernel) and -stream
-# (split-reduction kernel) siblings are compiled for the decode shapes (tests/gpu decode).
-# Each counts among the peers; one whose schedule is the plan's own choice is left out.
+# --schedule: KIND-ROWS-conv and KIND-ROWS-wgmma (its linears as Hopper GEMMs) are the
+# suite's; the -mma (whole-chain kernel) and -stream (split-reduction kernel) siblings are
+# compiled for the decode shapes (tests/gpu decode). Each counts among the peers; one whose
+# schedule is the plan's own choice is left out.
 SIBLINGS = (
     ("-conv", "rowfuse-conv", "conventional"),
+    ("-wgmma", "rowfuse-conv-wgmma", "conventional-wgmma"),
     ("-mma", "rowfuse-mma", "chain"),
     ("-stream", "rowfuse-stream", "chain_stream"),
 )

@@ -5,15 +5,16 @@ of the measured ceilings (rowfuse.bench.chains.cells).
 Here: each kind exported once (`python -m rowfuse.export rowfuse.blocks:KIND`), compiled at
 every row count (`rowfuse compile KIND.onnx --rows R`: the plan's tile and schedule depend
 on the rows) and again with `--schedule conventional` (KIND-R-conv, the suite's
-rowfuse-conv: one kernel per linear), and each package's weight map
+rowfuse-conv: one kernel per linear) and `--schedule conventional-wgmma` (KIND-R-wgmma,
+rowfuse-conv-wgmma: the linears as Hopper GEMMs), and each package's weight map
 (rowfuse.bench.chains.prepare_weights: which module parameter every slice of weights.bin
 holds, checked by rebuilding the file byte for byte), so no weights.bin is carried.
 
 There, in order: every weights.bin written from the modules, once; `rowfuse check` of
 every package at its rows up to CHAINS_CHECK_MAX_ROWS (default 1,000: the fp64 reference
-runs on the CPU) and of a conventional package with its scratch stores planted away
-(FAULT_PACKAGE, --plant-fault conv-no-store: its check must fail), then compute-
-sanitizer's memcheck and racecheck on three conventional packages (CHAINS_SAN); the
+runs on the CPU) and of each conventional schedule with its scratch stores planted away
+(FAULT_PACKAGES, --plant-fault conv-no-store: each check must fail), then compute-
+sanitizer's memcheck and racecheck on five conventional packages (CHAINS_SAN); the
 weight-streaming packages through `rowfuse bench --c` with warm and cold L2 (stream.json);
 then `python -m rowfuse.bench.chains`, in one process, under CHAINS_TIMEOUT seconds
 (default 540; it starts no new cell in its last 90 s and keeps what it finished).
@@ -68,26 +69,29 @@ def prepare(jobs: int, stamp: str) -> dict:
             (chains.package_name(k, r), [model, "--rows", str(r)], False)
             for _, r in chains.cells([k], rows)
         ]
-        # the planted fault of the conventional schedule: its check must fail (FAULT_PACKAGE)
+        # the planted fault of each conventional schedule: its check must fail
         if k == "gpt2_ffn":
-            args = [model, "--rows", "7", "--schedule", "conventional"]
-            specs.append((FAULT_PACKAGE, args + ["--plant-fault", "conv-no-store"], False))
-        # the conventional schedule of the same block (the suite's rowfuse-conv)
-        specs += [
-            (
-                chains.package_name(k, r, True),
-                [model, "--rows", str(r), "--schedule", "conventional"],
-                False,
-            )
-            for _, r in chains.cells([k], rows)
-        ]
+            for name, (r, sched) in FAULT_PACKAGES.items():
+                args = [model, "--rows", str(r), "--schedule", sched]
+                specs.append((name, args + ["--plant-fault", "conv-no-store"], False))
+        # the conventional schedules of the same block (the suite's rowfuse-conv and
+        # rowfuse-conv-wgmma)
+        for sfx, sched in (("-conv", "conventional"), ("-wgmma", "conventional-wgmma")):
+            specs += [
+                (
+                    chains.package_name(k, r) + sfx,
+                    [model, "--rows", str(r), "--schedule", sched],
+                    False,
+                )
+                for _, r in chains.cells([k], rows)
+            ]
     recs = c.compile_many(specs, jobs, stamp)
     # a conventional package that does not fit (a kernel's row tile beyond shared memory) is
     # left out of the suite with its reason; any other failure stops the prepare
     skipped = {
         n: r["detail"]
         for n, r in recs.items()
-        if n.endswith("-conv") and r["status"] == "unsupported"
+        if n.endswith(("-conv", "-wgmma")) and r["status"] == "unsupported"
     }
     recs = {n: r for n, r in recs.items() if n not in skipped}
     bad = [r for r in recs.values() if r["status"] != "ok"]
@@ -174,7 +178,7 @@ def _checks(r: c.Run, d, m) -> None:
     jobs = []
     for name in sorted(m["packages"]):
         n = int(name.split("-")[1])
-        if n > limit or name == FAULT_PACKAGE:
+        if n > limit or name in FAULT_PACKAGES:
             continue
         js = d / f"check_{name}.json"
         cmd = [r.rowfuse(), "check", c.PKGS / name, "--shapes", str(n), "--replays", "3"]
@@ -185,13 +189,14 @@ def _checks(r: c.Run, d, m) -> None:
         rc, _, secs, to = c.sh(cmd, log=d / f"check_{name}.log", timeout=600, env=r.env)
         return name, n, rc, secs, to, c.read_json(js) or {}
 
-    if FAULT_PACKAGE in m["packages"]:
-        js = d / f"check_{FAULT_PACKAGE}.json"
-        cmd = [r.rowfuse(), "check", c.PKGS / FAULT_PACKAGE, "--shapes", "7", "--json", js]
-        jobs.append((FAULT_PACKAGE, 7, cmd, js))
+    for name, (n, _) in FAULT_PACKAGES.items():
+        if name in m["packages"]:
+            js = d / f"check_{name}.json"
+            cmd = [r.rowfuse(), "check", c.PKGS / name, "--shapes", str(n), "--json", js]
+            jobs.append((name, n, cmd, js))
     rows = []
     for name, n, rc, secs, to, doc in c.pool_map(one, jobs, 8):
-        if name == FAULT_PACKAGE:
+        if name in FAULT_PACKAGES:
             caught, why = summarize.judge_chain_fault(rc, to, doc)
             r.step("chains", f"planted {name} caught", caught, secs, why)
         else:
@@ -202,13 +207,22 @@ def _checks(r: c.Run, d, m) -> None:
     r.primary.append(d / "checks.json")
 
 
-# the GPT-2 FFN's conventional schedule at 7 rows with its scratch stores planted away
-# (--plant-fault conv-no-store): `rowfuse check` must fail it
-FAULT_PACKAGE = "gpt2_ffn-7-conv-nostore"
+# the GPT-2 FFN's conventional schedules with their scratch stores planted away
+# (--plant-fault conv-no-store), name -> (rows, schedule): `rowfuse check` must fail each
+FAULT_PACKAGES = {
+    "gpt2_ffn-7-conv-nostore": (7, "conventional"),
+    "gpt2_ffn-64-wgmma-nostore": (64, "conventional-wgmma"),
+}
 
 # packages compute-sanitizer runs on (memcheck and racecheck, at the package's rows): the
-# conventional schedule's kernels of three kinds, from 7 to 1,000 rows
-SANITIZE = ("gpt2_ffn-7-conv", "bert_ffn-64-conv", "stacked-1000-conv")
+# conventional schedules' kernels of three kinds, from 7 to 1,000 rows, and the Hopper GEMMs
+SANITIZE = (
+    "gpt2_ffn-7-conv",
+    "bert_ffn-64-conv",
+    "stacked-1000-conv",
+    "gpt2_ffn-64-wgmma",
+    "llama_ffn-1000-wgmma",
+)
 
 
 def _sanitize(r: c.Run, d, m) -> None:

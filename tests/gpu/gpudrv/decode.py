@@ -4,9 +4,10 @@ rowfuse.bench.shapes.decode_shapes (a SwiGLU FFN with RMSNorm and a pre-LN GELU 
 turn, fp16 weights log-uniform in 1-400 MB, rows log-uniform in 1-64), each a spec of a
 rowfuse.blocks kind at those widths (KIND@cNhM), exported once and compiled at its rows by
 auto (SPEC-ROWS) and, beside it, in every other schedule that fits: -conv (one kernel per
-linear), -mma (the whole chain in one row-tile kernel), -stream (the split-reduction
-kernel); a schedule the compiler refuses for the shape is recorded, not an error, but auto
-must compile. Each package's weight map (no weights.bin is carried).
+linear), -wgmma (the same as Hopper GEMMs), -mma (the whole chain in one row-tile kernel),
+-stream (the split-reduction kernel); a schedule the compiler refuses for the shape is
+recorded, not an error, but auto must compile. Each package's weight map (no weights.bin
+is carried).
 
 There: every weights.bin written from the modules, then `python -m rowfuse.bench.chains
 --cells SPEC:ROWS,...` (every cell timed warm and with a cold L2; peers cuBLASLt, PyTorch
@@ -24,7 +25,12 @@ import os
 from . import chains
 from . import common as c
 
-SIBLINGS = (("-conv", "conventional"), ("-mma", "chain"), ("-stream", "chain-stream"))
+SIBLINGS = (
+    ("-conv", "conventional"),
+    ("-wgmma", "conventional-wgmma"),
+    ("-mma", "chain"),
+    ("-stream", "chain-stream"),
+)
 
 
 def _shapes():

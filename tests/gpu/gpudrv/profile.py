@@ -25,7 +25,8 @@ from . import common as c
 
 SHAPES = "4096x128x512,131072x32x64,8192x512x2048"
 CHAIN_PACKAGES = (
-    "llama_ffn-1,llama_ffn-16,xl_gelu_ffn-4,gpt2_ffn-16384,gpt2_ffn-16384-conv,tcnn_mlp-16384"
+    "llama_ffn-1,llama_ffn-16,xl_gelu_ffn-4,gpt2_ffn-16384,gpt2_ffn-16384-conv,"
+    "gpt2_ffn-16384-wgmma,tcnn_mlp-16384"
 )
 SECTIONS = (
     "SpeedOfLight",
