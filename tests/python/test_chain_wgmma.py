@@ -33,6 +33,8 @@ KERNELS = {
     "llama_ffn": ["chain_mma", "chain_wgmma", "chain_wgmma"],
     "bert_ffn": ["chain_wgmma", "chain_wgmma", "chain_mma"],
     "tcnn_mlp": ["chain_wgmma"] * 4,
+    # the head's 10 classes are no multiple of 8 (TMA's 16-byte rows): it stays chain_mma
+    "classifier": ["chain_mma", "chain_wgmma", "chain_mma"],
 }
 ROWS = 300
 
@@ -74,8 +76,9 @@ def test_conventional_wgmma(kind, tmp_path):
     for k in ks:
         f = facts[k["name"]]
         assert f.get("sass_local", 0) == 0 and k["local_ops"] == 0 and k["blocks_per_sm"] >= 1
-        if k["mode"] == "chain_mma":  # the norms' kernels
-            assert [s["op"] for s in k["stages"]] == ["norm"]
+        if k["mode"] == "chain_mma":  # the norms' kernels, and a matmul TMA cannot read
+            ops = [s["op"] for s in k["stages"]]
+            assert ops == ["norm"] or (ops == ["linear"] and k["stages"][0]["n"] % 8), ops
             continue
         (s,) = k["stages"]  # a GEMM runs its matmul and its fused epilogue alone
         g = k["wgmma"]
