@@ -19,7 +19,8 @@ weight-streaming packages through `rowfuse bench --c` with warm and cold L2 (str
 then `python -m rowfuse.bench.chains`, in one process, under CHAINS_TIMEOUT seconds
 (default 540; it starts no new cell in its last 90 s and keeps what it finished).
 
-Environment: CHAINS_KINDS and CHAINS_ROWS narrow the set (comma-separated); CHAINS_COMPILES
+Environment: CHAINS_KINDS and CHAINS_ROWS narrow the set (comma-separated; here, what is
+prepared; there, which of the prepared cells the suite times); CHAINS_COMPILES
 (default 2) is torch.compile's fresh compiles per shape, the fastest kept; CHAINS_CHECK=0
 skips the checks and the sanitizer, CHAINS_STREAM=0 the streaming figures, CHAINS_SUITE=0
 the Python suite (so that each can run in a command of its own where commands are
@@ -125,7 +126,19 @@ def run(r: c.Run) -> None:
         _stream_figures(r, d, m)
     if os.environ.get("CHAINS_SUITE", "1") == "0":
         return
-    select = ["--kinds", ",".join(m["kinds"]), "--rows", ",".join(map(str, m["rows"]))]
+    # CHAINS_KINDS / CHAINS_ROWS there narrow what was prepared (a call of its own each)
+    kinds = [k for k in _kinds() if k in m["kinds"]] if "CHAINS_KINDS" in os.environ else m["kinds"]
+    rows = [n for n in _rows() if n in m["rows"]] if "CHAINS_ROWS" in os.environ else m["rows"]
+    if not kinds or not rows:
+        r.step(
+            "chains",
+            "suite selection",
+            False,
+            0,
+            "CHAINS_KINDS / CHAINS_ROWS name nothing prepared",
+        )
+        return
+    select = ["--kinds", ",".join(kinds), "--rows", ",".join(map(str, rows))]
     js, text = bench(
         r,
         "chains",
