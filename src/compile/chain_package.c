@@ -104,7 +104,9 @@ rf_status_t rf_chain_weights_write(const rf_chain_plan_t *p, const char *path,
 
 /* ---- JSON ---- */
 
-static void write_stage(rf_json_writer_t *w, const rf_chain_plan_t *p, int s) {
+/* Stage s of the plan; `kernel` (a kernel entry, not the chain object) adds where its weights
+ * live in the kernel's shared memory when they are resident. */
+static void write_stage(rf_json_writer_t *w, const rf_chain_plan_t *p, int s, int kernel) {
     const rf_chain_t *c = p->chain;
     const rf_chain_stage_t *st = &c->stages[s];
     const rf_chain_stage_plan_t *sp = &p->stages[s];
@@ -135,6 +137,8 @@ static void write_stage(rf_json_writer_t *w, const rf_chain_plan_t *p, int s) {
         rf_json_key_int(w, "k_chunk", sp->k_chunk);
         if (sp->a_stream)
             rf_json_key_int(w, "a_stream", 1);
+        if (kernel && p->weight_buffers == 0)
+            rf_json_key_int(w, "w_smem", sp->w_smem);
         if (st->op == RF_CHAIN_LINEAR) {
             rf_json_key(w, "epilogue");
             rf_json_array_begin(w);
@@ -219,16 +223,17 @@ static void write_values(rf_json_writer_t *w, const rf_chain_plan_t *p, int with
     write_values_of(w, p, with_layout, NULL);
 }
 
-static void write_stage_range(rf_json_writer_t *w, const rf_chain_plan_t *p, int first, int end) {
+static void write_stage_range(rf_json_writer_t *w, const rf_chain_plan_t *p, int first, int end,
+                              int kernel) {
     rf_json_key(w, "stages");
     rf_json_array_begin(w);
     for (int s = first; s < end; s++)
-        write_stage(w, p, s);
+        write_stage(w, p, s, kernel);
     rf_json_array_end(w);
 }
 
 static void write_stages(rf_json_writer_t *w, const rf_chain_plan_t *p) {
-    write_stage_range(w, p, 0, p->chain->n_stages);
+    write_stage_range(w, p, 0, p->chain->n_stages, 0);
 }
 
 void rf_chain_json_values(rf_json_writer_t *w, const rf_chain_plan_t *p, int with_layout) {
@@ -255,7 +260,7 @@ static void write_kernel_of(rf_json_writer_t *w, const rf_chain_plan_t *p,
     rf_json_key_int(w, "threads", 32 * p->warps);
     rf_json_key_int(w, "smem_bytes", p->smem_bytes);
     write_values_of(w, p, 1, cp);
-    write_stage_range(w, p, p->first_stage, p->end_stage);
+    write_stage_range(w, p, p->first_stage, p->end_stage, 1);
     rf_json_key_int(w, "weight_smem_offset", p->weight_smem_offset);
     rf_json_key_int(w, "weight_buffers", p->weight_buffers);
     if (seg && cp->fault[0])

@@ -171,6 +171,27 @@ static int64_t ring_bytes(const rf_chain_t *c, const rf_chain_plan_t *p) {
     return r;
 }
 
+/* Resident weights (chain_plan.h): every stage's w_smem; returns their bytes, or 0 where the
+ * kernel is not the whole chain's or the weights exceed RF_CHAIN_RESIDENT_MAX. */
+static int64_t place_resident(const rf_chain_t *c, rf_chain_plan_t *p) {
+    int64_t off = 0;
+    if (p->first_stage != 0 || p->end_stage != c->n_stages)
+        return 0;
+    for (int s = 0; s < c->n_stages; s++) {
+        const rf_chain_stage_t *st = &c->stages[s];
+        p->stages[s].w_smem = -1;
+        if (!rf_chain_stage_is_mm(st))
+            continue;
+        if (p->stages[s].a_stream)
+            return 0;
+        p->stages[s].w_smem = off;
+        off = up(off + (st->op == RF_CHAIN_GATED ? 2 : 1) * p->stages[s].k_pad *
+                           (p->stages[s].n_pad + RF_SMEM_ROW_PAD) * 2,
+                 128);
+    }
+    return off <= RF_CHAIN_RESIDENT_MAX ? off : 0;
+}
+
 /* The layout at tile_rows; *fits says whether it fits the target. */
 static void layout(const rf_chain_t *c, const rf_target_t *t, int tile_rows, rf_chain_plan_t *p,
                    int *fits) {
@@ -179,6 +200,16 @@ static void layout(const rf_chain_t *c, const rf_target_t *t, int tile_rows, rf_
     plan_values(c, p);
     int64_t slots = place_values(c, p);
     p->weight_smem_offset = up(slots, 128);
+    int64_t resident = place_resident(c, p);
+    if (resident > 0 && p->weight_smem_offset + resident <= t->smem_per_block) {
+        p->ring_bytes = resident;
+        p->weight_buffers = 0;
+        p->smem_bytes = p->weight_smem_offset + resident;
+        *fits = 1;
+        return;
+    }
+    for (int s = 0; s < c->n_stages; s++)
+        p->stages[s].w_smem = -1;
     p->ring_bytes = ring_bytes(c, p);
     p->weight_buffers = 2;
     p->smem_bytes = p->weight_smem_offset + 2 * p->ring_bytes;
@@ -339,13 +370,18 @@ rf_status_t rf_chain_plan_range(const rf_chain_t *c, int64_t rows, const rf_targ
     if (!chosen)
         return RF_ERR(RF_CODE_INTERNAL, "no tile was tried");
     place_weights(c, p);
-    snprintf(
-        p->reason, sizeof p->reason,
-        "%d rows per tile (%s), %d warps, %d weight buffer%s, %lld bytes of shared memory", chosen,
-        tile_rows      ? "forced"
-        : chosen == 16 ? "the smallest: the most tiles for the SMs or the largest that fits"
-                       : "the largest that still gives every SM a tile",
-        p->warps, p->weight_buffers, p->weight_buffers == 1 ? "" : "s", (long long)p->smem_bytes);
+    char wb[64];
+    if (p->weight_buffers)
+        snprintf(wb, sizeof wb, "%d weight buffer%s", p->weight_buffers,
+                 p->weight_buffers == 1 ? "" : "s");
+    else
+        snprintf(wb, sizeof wb, "weights resident (%lld bytes)", (long long)p->ring_bytes);
+    snprintf(p->reason, sizeof p->reason,
+             "%d rows per tile (%s), %d warps, %s, %lld bytes of shared memory", chosen,
+             tile_rows      ? "forced"
+             : chosen == 16 ? "the smallest: the most tiles for the SMs or the largest that fits"
+                            : "the largest that still gives every SM a tile",
+             p->warps, wb, (long long)p->smem_bytes);
     return RF_OK;
 }
 

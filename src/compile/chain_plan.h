@@ -19,6 +19,12 @@
  *   ring       weight_smem_offset = end of the value slots (128-aligned); each of the
  *              weight_buffers (2, or 1 when 2 do not fit) holds the largest W tile of any
  *              stage: mats x k_chunk x (n_chunk + RF_SMEM_ROW_PAD) fp16 (mats 2 for gated).
+ *   resident   the whole chain's kernel whose weights take at most RF_CHAIN_RESIDENT_MAX
+ *              bytes keeps them all in shared memory instead (weight_buffers 0): each stage's
+ *              W at its w_smem (bytes from weight_smem_offset, 128-aligned, in stage order),
+ *              [k_pad x (n_pad + RF_SMEM_ROW_PAD)] fp16 per matrix (gated: Wg then Wu), loaded
+ *              once per block before its first row tile; no weight traffic and no barrier
+ *              per k chunk after that, one barrier per stage.
  *   weights    wh (fp16): each stage's W [K, N] row-major (gated: Wg then Wu); wf (fp32):
  *              biases, gamma, beta; every offset a multiple of 8 elements.
  * A chain that does not fit the target's shared memory at 16 rows and one buffer is
@@ -41,7 +47,11 @@ typedef struct rf_chain_value_plan {
     int first, last; /* lifetime in stages: produced at `first` (-1 for X), last read at `last` */
 } rf_chain_value_plan_t;
 
+/* Weights of at most this many bytes (padded tiles) stay resident in the whole chain's kernel. */
+#define RF_CHAIN_RESIDENT_MAX (64 * 1024)
+
 typedef struct rf_chain_stage_plan {
+    int64_t w_smem; /* resident weights (weight_buffers 0): bytes from weight_smem_offset */
     int64_t k_pad, n_pad;
     int k_chunk, n_chunk;
     int64_t w, wu;              /* element offsets into wh; -1: none */

@@ -29,6 +29,12 @@ Per row tile (`tile_rows` rows; grid-stride over tiles):
      only [rows, N_out] of Y is ever written, and global memory is only read inside X's
      [rows, C] and the weights' [K, N] / [N] extents.
 
+Resident weights (weight_buffers 0, the whole chain's kernel with small weights): every
+matmul's W lies in shared memory for the whole launch, [k_pad, n_pad] rows of n_pad +
+smem_row_pad fp16 at weight_smem_offset + its w_smem (gated: Wg, then Wu), loaded once per
+block before its first tile; a matmul stage then runs its chunks straight from there, with
+one block barrier after the stage instead of two per k chunk.
+
 The weight ring: buffer b (b < weight_buffers) starts at weight_smem_offset + b * RB bytes,
 where RB is the largest over the linear and gated stages of mats * k_chunk *
 (n_chunk + smem_row_pad) * 2 (mats = 1 for linear, 2 for gated: Wg's tile then Wu's); a
@@ -142,6 +148,7 @@ class Stage:
     bu: int = -1
     epilogue: tuple = ()  # ((op, fn_or_src), ...)
     a_stream: bool = False  # a segment kernel's matmul: src streams through the ring
+    w_smem: int = -1  # resident weights (weight_buffers 0): bytes from weight_smem_offset
     kind: str = ""  # norm: a key of NORMS
     eps: float = 0.0
     gamma: int = -1
@@ -198,11 +205,13 @@ def _stage_from_spec(s: dict, i: int, name: str) -> Stage:
                 b=_int(s, "b", where),
                 epilogue=tuple(epi),
                 a_stream=bool(s.get("a_stream", 0)),
+                w_smem=_int(s, "w_smem", where) if "w_smem" in s else -1,
                 **geo,
             )
         return Stage(
             op=op,
             a_stream=bool(s.get("a_stream", 0)),
+            w_smem=_int(s, "w_smem", where) if "w_smem" in s else -1,
             fn=_act_of(s, where),
             wg=_int(s, "wg", where),
             wu=_int(s, "wu", where),
@@ -396,8 +405,11 @@ class ChainPlan:
             raise SpecError(f"{n}: the chain has no stage")
         if self.tile_rows not in (16, 32, 64) or not 1 <= self.warps <= 32:
             raise SpecError(f"{n}: tile_rows {self.tile_rows} / warps {self.warps} unsupported")
-        if self.weight_buffers not in (1, 2):
-            raise SpecError(f"{n}: weight_buffers {self.weight_buffers}; expected 1 or 2")
+        if self.weight_buffers not in (0, 1, 2) or (self.weight_buffers == 0 and self.segment):
+            raise SpecError(
+                f"{n}: weight_buffers {self.weight_buffers}; expected 1 or 2, or 0 (resident "
+                "weights) in the whole chain's kernel"
+            )
         f0 = self.first_stage
         if (
             f0 < 0
@@ -479,11 +491,41 @@ class ChainPlan:
             )
         if self.segment:
             self._check_segment()
+        if self.resident:
+            self._check_resident()
+            return
         ring = self.weight_smem_offset + self.weight_buffers * self.ring_bytes()
         if self.ring_bytes() and (self.weight_smem_offset % 16 or ring > self.smem_bytes):
             raise SpecError(
                 f"{n}: the weight ring [{self.weight_smem_offset}, {ring}) is not "
                 f"16-byte aligned or ends past smem_bytes {self.smem_bytes}"
+            )
+
+    @property
+    def resident(self) -> bool:
+        """Every weight in shared memory for the whole launch (weight_buffers 0)."""
+        return self.weight_buffers == 0
+
+    @staticmethod
+    def resident_bytes(s: Stage, smem_pad: int) -> int:
+        """Bytes of stage s's resident weights: mats x [k_pad x (n_pad + pad)] fp16."""
+        return s.mats * s.k_pad * (s.n_pad + smem_pad) * 2
+
+    def _check_resident(self) -> None:
+        """Resident weights: each matmul's region 128-byte aligned, in stage order, inside
+        shared memory, none overlapping another (chain_plan.h)."""
+        n, end = self.name, 0
+        for i, s in enumerate(self.stages):
+            if s.op not in ("linear", "gated"):
+                continue
+            w = f"{n}: stages[{i}] ({s.op})"
+            if s.a_stream or s.w_smem < end or s.w_smem % 128:
+                raise SpecError(f"{w}: w_smem {s.w_smem} (resident weights, from {end}, aligned)")
+            end = s.w_smem + self.resident_bytes(s, self.smem_pad)
+        if self.weight_smem_offset % 128 or self.weight_smem_offset + end > self.smem_bytes:
+            raise SpecError(
+                f"{n}: resident weights [{self.weight_smem_offset}, "
+                f"{self.weight_smem_offset + end}) past smem_bytes {self.smem_bytes}"
             )
 
     def _check_segment(self) -> None:
@@ -702,6 +744,12 @@ class ChainKernel(TileOps):
         base = smem.allocate(p.smem_bytes, 128)
         slots = [self.slot(base, v) for v in p.values]
         ntiles = (rows + tm - 1) // tm
+        if cutlass.const_expr(p.resident):
+            # every weight once, for all of this block's tiles (visible after the first
+            # tile's barrier)
+            self.load_resident(mWh, base, tid)
+            cute.arch.cp_async_commit_group()
+            cute.arch.cp_async_wait_group(0)
         for tile in cutlass.range(bid, ntiles, nblk):
             row0 = tile * tm
             nrows = rows - row0
@@ -720,7 +768,9 @@ class ChainKernel(TileOps):
     def run_stages(self, ctx):
         """Every stage of the plan in order over one row tile (ctx: kernel's state)."""
         for s in self.p.stages:
-            if cutlass.const_expr(s.op in ("linear", "gated")):
+            if cutlass.const_expr(s.op in ("linear", "gated") and self.p.resident):
+                self.resident_stage(ctx, s)
+            elif cutlass.const_expr(s.op in ("linear", "gated")):
                 self.matmul_stage(ctx, s)
             elif cutlass.const_expr(s.op == "norm"):
                 self.norm_stage(ctx, s)
@@ -750,6 +800,105 @@ class ChainKernel(TileOps):
                 (s.k_chunk, s.n_chunk, p.weight_buffers), stride=(rs, 1, p.ring_bytes() // 2)
             ),
         )
+
+    def mm_parts(self, s: Stage, tid):
+        """The MMA of stage s and this thread's slices of it: the tiled mma.sync over
+        warps_m x warps_n' warps (warps_n_of), its ldmatrix copies of A and B, the
+        coordinates of the accumulator, and the threads that take part."""
+        p, f16 = self.p, cutlass.Float16
+        wn = self.warps_n_of(s)
+        active = 32 * p.warps_m * wn
+        op = warp.MmaF16BF16Op(f16, cutlass.Float32, (16, 8, 16))
+        tiled_mma = cute.make_tiled_mma(
+            op, cute.make_layout((p.warps_m, wn, 1)), permutation_mnk=(p.warps_m * 16, wn * 16, 16)
+        )
+        s2r_a = cute.make_tiled_copy_A(
+            cute.make_copy_atom(warp.LdMatrix8x8x16bOp(False, 4), f16), tiled_mma
+        )
+        s2r_b = cute.make_tiled_copy_B(
+            cute.make_copy_atom(warp.LdMatrix8x8x16bOp(True, 4), f16), tiled_mma
+        )
+        thr_mma = tiled_mma.get_slice(tid % active)
+        tCc = thr_mma.partition_C(cute.make_identity_tensor((self.tm, s.n_chunk)))
+        return (
+            tiled_mma,
+            thr_mma,
+            s2r_a.get_slice(tid % active),
+            s2r_b.get_slice(tid % active),
+            tCc,
+            active,
+        )
+
+    def resident_tile(self, base, s: Stage, mat: int):
+        """Matrix `mat` of stage s, resident: [k_pad, n_pad] rows of n_pad + pad fp16."""
+        p = self.p
+        rs = s.n_pad + p.smem_pad
+        off = p.weight_smem_offset + s.w_smem + mat * s.k_pad * rs * 2
+        ptr = cute.recast_ptr(base + off, dtype=cutlass.Float16)
+        return cute.make_tensor(ptr, cute.make_layout((s.k_pad, s.n_pad), stride=(rs, 1)))
+
+    @cute.jit
+    def load_resident(self, mWh, base, tid):
+        """cp.async of every matmul's weights into their resident tiles, zero outside
+        [K, N] (the caller commits and waits)."""
+        for s in self.p.stages:
+            if cutlass.const_expr(s.op in ("linear", "gated")):
+                offs = (s.w,) if s.op == "linear" else (s.wg, s.wu)
+                for m in cutlass.range_constexpr(s.mats):
+                    g = cute.make_tensor(
+                        mWh.iterator + offs[m], cute.make_layout((s.k, s.n), stride=(s.n, 1))
+                    )
+                    t = self.resident_tile(base, s, m)
+                    self.stage(g, t, 0, s.k, 0, s.n, s.k_pad, s.n_pad, _vec_elems(s.n, 2), tid)
+
+    @cute.jit
+    def resident_stage(self, ctx, s: cutlass.Constexpr):
+        """linear / gated with resident weights: every n chunk, k chunks innermost, the
+        operands already in shared memory (no staging, no barrier per chunk); one barrier
+        after the stage, so its output is visible to the next."""
+        mWh, mWf, mY, slots, base, row0, nrows, tid, ext = ctx
+        tiled_mma, thr_mma, thr_a, thr_b, tCc, active = self.mm_parts(s, tid)
+        p, tm = self.p, self.tm
+        kc, nc = s.k_chunk, s.n_chunk
+        nk, nn = s.k_pad // kc, s.n_pad // nc
+        rs = s.n_pad + p.smem_pad
+        src = slots[s.src]
+        sAk = cute.make_tensor(
+            src.iterator, cute.make_layout((tm, kc, nk), stride=(p.values[s.src].row_stride, 1, kc))
+        )
+        # each resident matrix as [n_chunk, k_chunk] tiles indexed (n chunk, k chunk): modes,
+        # so a slice at runtime indices keeps the 16-byte alignment ldmatrix needs
+        tiles = [
+            cute.make_tensor(
+                self.resident_tile(base, s, m).iterator,
+                cute.make_layout((nc, kc, nn, nk), stride=(1, rs, nc, kc * rs)),
+            )
+            for m in range(s.mats)
+        ]
+        if tid < active:
+            for nj in cutlass.range(nn, unroll=1):
+                accs = [
+                    tiled_mma.make_fragment_C(tiled_mma.partition_shape_C((tm, nc)))
+                    for _ in range(s.mats)
+                ]
+                for m in cutlass.range_constexpr(s.mats):
+                    accs[m].fill(0.0)
+                if cutlass.const_expr(nk <= UNROLL_K):
+                    for kj in cutlass.range_constexpr(nk):
+                        for m in cutlass.range_constexpr(s.mats):
+                            sB = tiles[m][None, None, nj, kj]
+                            self.mma(
+                                tiled_mma, thr_mma, thr_a, thr_b, sAk[None, None, kj], sB, accs[m]
+                            )
+                else:
+                    for kj in cutlass.range(nk, unroll=1):
+                        for m in cutlass.range_constexpr(s.mats):
+                            sB = tiles[m][None, None, nj, kj]
+                            self.mma(
+                                tiled_mma, thr_mma, thr_a, thr_b, sAk[None, None, kj], sB, accs[m]
+                            )
+                self.mm_epilogue(ctx, s, accs, tCc, nj * nc)
+        cute.arch.sync_threads()
 
     def ring_a(self, base, s: Stage):
         """A streamed input's tiles of stage s: [tile_rows, k_chunk, weight_buffers], after
@@ -839,25 +988,10 @@ class ChainKernel(TileOps):
         """linear / gated: n chunks outermost (runtime loop), k chunks unrolled; W tiles
         stream through the ring (double-buffered when weight_buffers == 2)."""
         mWh, mWf, mY, slots, base, row0, nrows, tid, ext = ctx
-        p, tm, f16 = self.p, self.tm, cutlass.Float16
+        p, tm = self.p, self.tm
         kc, nc = s.k_chunk, s.n_chunk
         nk, nn = s.k_pad // kc, s.n_pad // nc
-        wn = self.warps_n_of(s)
-        active = 32 * p.warps_m * wn
-        op = warp.MmaF16BF16Op(f16, cutlass.Float32, (16, 8, 16))
-        tiled_mma = cute.make_tiled_mma(
-            op, cute.make_layout((p.warps_m, wn, 1)), permutation_mnk=(p.warps_m * 16, wn * 16, 16)
-        )
-        thr_mma = tiled_mma.get_slice(tid % active)
-        s2r_a = cute.make_tiled_copy_A(
-            cute.make_copy_atom(warp.LdMatrix8x8x16bOp(False, 4), f16), tiled_mma
-        )
-        s2r_b = cute.make_tiled_copy_B(
-            cute.make_copy_atom(warp.LdMatrix8x8x16bOp(True, 4), f16), tiled_mma
-        )
-        thr_a = s2r_a.get_slice(tid % active)
-        thr_b = s2r_b.get_slice(tid % active)
-        tCc = thr_mma.partition_C(cute.make_identity_tensor((tm, nc)))
+        tiled_mma, thr_mma, thr_a, thr_b, tCc, active = self.mm_parts(s, tid)
         offs = (s.w,) if s.op == "linear" else (s.wg, s.wu)
         gws = [
             cute.make_tensor(mWh.iterator + off, cute.make_layout((s.k, s.n), stride=(s.n, 1)))
