@@ -478,8 +478,16 @@ class WgmmaMlpKernel:
             if cutlass.const_expr(p.check_delay > 0):
                 if warp == 0:
                     wp = self.first_lap_late(
-                        w_pipe, wp, cutlass.min(p.w_stages, n_w), tma_w1, tW1s, tW1g,
-                        tma_w2, tW2s, tW2g, rank,
+                        w_pipe,
+                        wp,
+                        cutlass.min(p.w_stages, n_w),
+                        tma_w1,
+                        tW1s,
+                        tW1g,
+                        tma_w2,
+                        tW2s,
+                        tW2g,
+                        rank,
                     )
 
         # ---------------- per-warpgroup MMA partitions
