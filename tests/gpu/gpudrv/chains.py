@@ -20,7 +20,8 @@ then `python -m rowfuse.bench.chains`, in one process, under CHAINS_TIMEOUT seco
 (default 540; it starts no new cell in its last 90 s and keeps what it finished).
 
 Environment: CHAINS_KINDS and CHAINS_ROWS narrow the set (comma-separated; here, what is
-prepared; there, which of the prepared cells the suite times); CHAINS_COMPILES
+prepared; there, which of the prepared cells the suite times), or CHAINS_CELLS=KIND:ROWS,...
+names the suite's cells exactly (there); CHAINS_COMPILES
 (default 2) is torch.compile's fresh compiles per shape, the fastest kept; CHAINS_CHECK=0
 skips the checks and the sanitizer, CHAINS_STREAM=0 the streaming figures, CHAINS_SUITE=0
 the Python suite (so that each can run in a command of its own where commands are
@@ -139,6 +140,17 @@ def run(r: c.Run) -> None:
         )
         return
     select = ["--kinds", ",".join(kinds), "--rows", ",".join(map(str, rows))]
+    if os.environ.get("CHAINS_CELLS"):  # exactly these KIND:ROWS cells (each prepared)
+        from rowfuse.bench import chains as bench_chains
+
+        cells = bench_chains.parse_cells(os.environ["CHAINS_CELLS"])
+        missing = [
+            f"{k}:{n}" for k, n in cells if bench_chains.package_name(k, n) not in m["packages"]
+        ]
+        if missing:
+            r.step("chains", "suite selection", False, 0, f"not prepared: {', '.join(missing)}")
+            return
+        select = ["--cells", os.environ["CHAINS_CELLS"]]
     js, text = bench(
         r,
         "chains",
