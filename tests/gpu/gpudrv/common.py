@@ -137,7 +137,9 @@ def revision() -> str:
 def source_stamp() -> str:
     """A hash of every source a package depends on: the planner, the chain matcher and
     loader, the package writer, the compile command, the public headers and the kernel
-    generator. A cached package made from other sources is rebuilt."""
+    generator, each under its path from the repository root (so any checkout of the same
+    sources has the same stamp). A cached package made from other sources is rebuilt, and
+    `run` refuses a manifest whose stamp is not this tree's."""
     pats = [
         "src/compile/*.[ch]",
         "src/chain/*.[ch]",
@@ -151,7 +153,7 @@ def source_stamp() -> str:
     h = hashlib.sha1()
     for p in pats:
         for f in sorted(glob.glob(str(ROOT / p))):
-            h.update(f.encode())
+            h.update(str(Path(f).relative_to(ROOT)).encode())
             h.update(Path(f).read_bytes())
     return h.hexdigest()[:12]
 
@@ -485,6 +487,18 @@ class Run:
                 0,
                 f"no build-gpu/{sub}.json: run `tests/gpu/gpu prepare {sub}` here, carry build-gpu",
             )
+        elif m.get("stamp") != source_stamp():
+            # packages built from other kernel or planner sources than this tree's: their
+            # figures would be credited to code they were not built from
+            self.step(
+                sub,
+                "prepared from this tree's package sources",
+                False,
+                0,
+                f"build-gpu/{sub}.json has package sources {m.get('stamp')}, this tree "
+                f"{source_stamp()}: run `tests/gpu/gpu prepare` again",
+            )
+            return None
         return m
 
     def rowfuse(self):
