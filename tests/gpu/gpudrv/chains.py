@@ -11,9 +11,10 @@ rowfuse-conv-wgmma: the linears as Hopper GEMMs), and each package's weight map
 holds, checked by rebuilding the file byte for byte), so no weights.bin is carried.
 
 There, in order: every weights.bin written from the modules, once; `rowfuse check` of
-every package at its rows up to CHAINS_CHECK_MAX_ROWS (default 1,000: the fp64 reference
-runs on the CPU) and of each conventional schedule with its scratch stores planted away
-(FAULT_PACKAGES, --plant-fault conv-no-store: each check must fail), then compute-
+every package at its rows from CHAINS_CHECK_MIN_ROWS up to CHAINS_CHECK_MAX_ROWS
+(default 1 to 1,000: the fp64 reference runs on the CPU) and of each conventional schedule
+with its scratch stores planted away (FAULT_PACKAGES, --plant-fault conv-no-store: each
+check must fail), then compute-
 sanitizer's memcheck and racecheck on five conventional packages (CHAINS_SAN); the
 weight-streaming packages through `rowfuse bench --c` with warm and cold L2 (stream.json);
 then `python -m rowfuse.bench.chains`, in one process, under CHAINS_TIMEOUT seconds
@@ -196,14 +197,17 @@ def table_lines(text: str) -> str:
 
 
 def _checks(r: c.Run, d, m) -> None:
-    """`rowfuse check` of every package at its rows (up to CHAINS_CHECK_MAX_ROWS, default
-    1,000: the fp64 reference runs on the CPU), 3 bit-identical replays, one process each,
-    several at once: the plan's choice and the conventional schedule alike (checks.json)."""
+    """`rowfuse check` of every package at its rows from CHAINS_CHECK_MIN_ROWS (default 1)
+    up to CHAINS_CHECK_MAX_ROWS (default 1,000: the fp64 reference runs on the CPU; the
+    16,384-row packages take a call of their own, both set to 16384), 3 bit-identical
+    replays, one process each, several at once: the plan's choice and the conventional
+    schedules alike (checks.json). The planted faults run with the lower range only."""
+    lo = int(os.environ.get("CHAINS_CHECK_MIN_ROWS", "1"))
     limit = int(os.environ.get("CHAINS_CHECK_MAX_ROWS", "1000"))
     jobs = []
     for name in sorted(m["packages"]):
         n = int(name.split("-")[1])
-        if n > limit or name in FAULT_PACKAGES:
+        if not lo <= n <= limit or name in FAULT_PACKAGES:
             continue
         js = d / f"check_{name}.json"
         cmd = [r.rowfuse(), "check", c.PKGS / name, "--shapes", str(n), "--replays", "3"]
@@ -215,7 +219,7 @@ def _checks(r: c.Run, d, m) -> None:
         return name, n, rc, secs, to, c.read_json(js) or {}
 
     for name, (n, _) in FAULT_PACKAGES.items():
-        if name in m["packages"]:
+        if name in m["packages"] and lo <= n <= limit:
             js = d / f"check_{name}.json"
             cmd = [r.rowfuse(), "check", c.PKGS / name, "--shapes", str(n), "--json", js]
             jobs.append((name, n, cmd, js))
