@@ -112,18 +112,16 @@ def compile_kernel(kern, arch: str, kdir: str, dump_root: str) -> dict:
     import cuda.bindings.driver as cuda  # noqa: PLC0415
     import cutlass  # noqa: PLC0415
     import cutlass.cute as cute  # noqa: PLC0415
-    from cutlass.cute.runtime import make_fake_compact_tensor  # noqa: PLC0415
 
     from rowfuse.kernels import chain_mma as cm  # noqa: PLC0415
     from rowfuse.kernels import chain_stream as cs  # noqa: PLC0415
     from rowfuse.kernels import chain_wgmma as cw  # noqa: PLC0415
+    from rowfuse.kernels import rowfuse_kernels as rk  # noqa: PLC0415
 
     plan = kern.p
     f16, f32 = cutlass.Float16, cutlass.Float32
 
-    def fake(dt, shape):
-        order = tuple(range(len(shape) - 1, -1, -1))
-        return make_fake_compact_tensor(dt, shape, stride_order=order, assumed_align=16)
+    fake = rk.fake_tensor
 
     if isinstance(kern, cm.ChainKernel):
         args = cm.compile_args(plan)

@@ -61,9 +61,14 @@ from dataclasses import dataclass
 import cuda.bindings.driver as cuda
 import cutlass
 import cutlass.cute as cute
-from cutlass.cute.nvgpu import warp
 
-from rowfuse.kernels.rowfuse_kernels import SpecError, TileOps, _vec_elems
+from rowfuse.kernels.rowfuse_kernels import (
+    SpecError,
+    TileOps,
+    _vec_elems,
+    fake_tensor,
+    mma_sync_tiled,
+)
 
 MODE = "chain_mma"
 ACTS = (
@@ -805,19 +810,10 @@ class ChainKernel(TileOps):
         """The MMA of stage s and this thread's slices of it: the tiled mma.sync over
         warps_m x warps_n' warps (warps_n_of), its ldmatrix copies of A and B, the
         coordinates of the accumulator, and the threads that take part."""
-        p, f16 = self.p, cutlass.Float16
+        p = self.p
         wn = self.warps_n_of(s)
         active = 32 * p.warps_m * wn
-        op = warp.MmaF16BF16Op(f16, cutlass.Float32, (16, 8, 16))
-        tiled_mma = cute.make_tiled_mma(
-            op, cute.make_layout((p.warps_m, wn, 1)), permutation_mnk=(p.warps_m * 16, wn * 16, 16)
-        )
-        s2r_a = cute.make_tiled_copy_A(
-            cute.make_copy_atom(warp.LdMatrix8x8x16bOp(False, 4), f16), tiled_mma
-        )
-        s2r_b = cute.make_tiled_copy_B(
-            cute.make_copy_atom(warp.LdMatrix8x8x16bOp(True, 4), f16), tiled_mma
-        )
+        tiled_mma, s2r_a, s2r_b = mma_sync_tiled(p.warps_m, wn)
         thr_mma = tiled_mma.get_slice(tid % active)
         tCc = thr_mma.partition_C(cute.make_identity_tensor((self.tm, s.n_chunk)))
         return (
@@ -1405,12 +1401,7 @@ def compile_args(plan: ChainPlan):
     """The fake arguments the kernel is compiled (and exported) for: x [rows, C] fp16,
     wh [wh_extent] fp16, wf [wf_extent] fp32, y [rows, N_out] fp32, rows, grid, stream;
     rows is the one dynamic extent."""
-    from cutlass.cute.runtime import make_fake_compact_tensor  # noqa: PLC0415
-
-    def fake(dt, shape):
-        order = tuple(range(len(shape) - 1, -1, -1))
-        return make_fake_compact_tensor(dt, shape, stride_order=order, assumed_align=16)
-
+    fake = fake_tensor
     rows = cute.SymInt()
     head = (
         fake(cutlass.Float16, (rows, plan.in_width)),

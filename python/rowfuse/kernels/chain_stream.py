@@ -44,10 +44,15 @@ from dataclasses import dataclass
 import cuda.bindings.driver as cuda
 import cutlass
 import cutlass.cute as cute
-from cutlass.cute.nvgpu import warp
 
 from rowfuse.kernels.chain_mma import _act, _int, _stage_from_spec, row_norm_stats
-from rowfuse.kernels.rowfuse_kernels import SpecError, TileOps, _vec_elems
+from rowfuse.kernels.rowfuse_kernels import (
+    SpecError,
+    TileOps,
+    _vec_elems,
+    fake_tensor,
+    mma_sync_tiled,
+)
 
 MODE = "chain_stream"
 # The ordered reduction keeps up to REDUCE_BATCH blocks' partial loads in flight, within
@@ -306,18 +311,9 @@ class StreamKernel(TileOps):
     # ------------------------------------------------------------------ geometry helpers
     def tiled(self, n: int):
         """The tiled MMA over [tile_rows, n] and its ldmatrix copies (module docstring)."""
-        p, f16 = self.p, cutlass.Float16
+        p = self.p
         wn = p.warps_n_of(n)
-        op = warp.MmaF16BF16Op(f16, cutlass.Float32, (16, 8, 16))
-        tiled_mma = cute.make_tiled_mma(
-            op, cute.make_layout((p.warps_m, wn, 1)), permutation_mnk=(p.warps_m * 16, wn * 16, 16)
-        )
-        s2r_a = cute.make_tiled_copy_A(
-            cute.make_copy_atom(warp.LdMatrix8x8x16bOp(False, 4), f16), tiled_mma
-        )
-        s2r_b = cute.make_tiled_copy_B(
-            cute.make_copy_atom(warp.LdMatrix8x8x16bOp(True, 4), f16), tiled_mma
-        )
+        tiled_mma, s2r_a, s2r_b = mma_sync_tiled(p.warps_m, wn)
         return tiled_mma, s2r_a, s2r_b, 32 * p.warps_m * wn
 
     def ring(self, base, mat: int, kc: int, nc: int):
@@ -669,12 +665,7 @@ def compile_args(plan: StreamPlan):
     """The fake arguments the kernel is compiled (and exported) for: x [rows, C] fp16, wh
     [wh_extent] fp16, wf [wf_extent] fp32, y [rows, N_out] fp32, scratch [extent] fp32
     (dynamic), rows, grid, stream."""
-    from cutlass.cute.runtime import make_fake_compact_tensor  # noqa: PLC0415
-
-    def fake(dt, shape):
-        order = tuple(range(len(shape) - 1, -1, -1))
-        return make_fake_compact_tensor(dt, shape, stride_order=order, assumed_align=16)
-
+    fake = fake_tensor
     rows = cute.SymInt()
     return (
         fake(cutlass.Float16, (rows, plan.in_width)),

@@ -45,7 +45,7 @@ from cutlass.utils import LayoutEnum
 
 from rowfuse.kernels import rowfuse_hopper as rh
 from rowfuse.kernels.chain_mma import Stage, Value, _act, _int, _stage_from_spec
-from rowfuse.kernels.rowfuse_kernels import SpecError
+from rowfuse.kernels.rowfuse_kernels import SpecError, fake_tensor
 
 MODE = "chain_wgmma"
 WG_THREADS = 128
@@ -526,12 +526,7 @@ def compile_args(plan: GemmPlan):
     """The fake arguments of a conventional schedule's kernel (chain_mma.compile_args):
     x [rows, C] fp16, wh, wf, y [rows, N_out] fp32, the scratch [rows, aux_row] fp16, rows,
     grid, stream."""
-    from cutlass.cute.runtime import make_fake_compact_tensor  # noqa: PLC0415
-
-    def fake(dt, shape):
-        order = tuple(range(len(shape) - 1, -1, -1))
-        return make_fake_compact_tensor(dt, shape, stride_order=order, assumed_align=16)
-
+    fake = fake_tensor
     rows = cute.SymInt()
     return (
         fake(cutlass.Float16, (rows, plan.in_width)),

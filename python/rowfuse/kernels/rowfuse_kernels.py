@@ -159,6 +159,35 @@ class Plan:
         return plan
 
 
+def mma_sync_tiled(warps_m: int, warps_n: int):
+    """The tiled mma.sync m16n8k16 (fp16 operands, fp32 accumulators) over warps_m x warps_n
+    warps, 16 x 16 of the tile per warp, and its ldmatrix copies of A (rows of K) and of B
+    (transposed: W is stored K-major rows of N)."""
+    f16 = cutlass.Float16
+    op = warp.MmaF16BF16Op(f16, cutlass.Float32, (16, 8, 16))
+    tiled_mma = cute.make_tiled_mma(
+        op,
+        cute.make_layout((warps_m, warps_n, 1)),
+        permutation_mnk=(warps_m * 16, warps_n * 16, 16),
+    )
+    s2r_a = cute.make_tiled_copy_A(
+        cute.make_copy_atom(warp.LdMatrix8x8x16bOp(False, 4), f16), tiled_mma
+    )
+    s2r_b = cute.make_tiled_copy_B(
+        cute.make_copy_atom(warp.LdMatrix8x8x16bOp(True, 4), f16), tiled_mma
+    )
+    return tiled_mma, s2r_a, s2r_b
+
+
+def fake_tensor(dt, shape):
+    """A row-major tensor of `shape` (its first extent may be a cute.SymInt), 16-byte
+    aligned: the argument a kernel is compiled and exported for."""
+    from cutlass.cute.runtime import make_fake_compact_tensor  # noqa: PLC0415
+
+    order = tuple(range(len(shape) - 1, -1, -1))
+    return make_fake_compact_tensor(dt, shape, stride_order=order, assumed_align=16)
+
+
 class TileOps:
     """The tile helpers the mma.sync generators share (MlpKernel here, the chain generator
     in chain_mma.py): zero-padded global -> shared staging and the ldmatrix + mma.sync
