@@ -87,7 +87,7 @@ int64_t rf_chain_stream_scratch_bytes(int blocks, int64_t n, int64_t rows, int t
 /* Resident blocks per SM from shared memory, threads and the target's block limit. */
 static int blocks_per_sm(const rf_chain_stream_plan_t *p, const rf_target_t *t) {
     int64_t by_smem = t->smem_per_sm / (p->smem_bytes + t->smem_reserved);
-    int64_t by_threads = t->threads_per_sm / (32 * p->warps);
+    int64_t by_threads = t->threads_per_sm / (32 * (p->warps + 1));
     int64_t b = by_smem < by_threads ? by_smem : by_threads;
     return (int)(b < t->max_blocks_per_sm ? b : t->max_blocks_per_sm);
 }
@@ -103,8 +103,10 @@ static void layout(rf_chain_stream_plan_t *p, int tile_rows, int buffers) {
     p->h_stride = p->slice + RF_SMEM_ROW_PAD;
     p->h_offset = up(p->x_offset + tile_rows * p->x_stride * 2, 128);
     p->stats_offset = up(p->h_offset + tile_rows * p->h_stride * 2, 128);
-    p->flag_offset = p->stats_offset + tile_rows * 2 * 4;
-    p->weight_smem_offset = up(p->flag_offset + 16, 128);
+    /* the arrivals: one mbarrier (8 bytes) per output chunk, then one int32 per chunk (1:
+     * this block reduces it) */
+    p->arrive_offset = up(p->stats_offset + tile_rows * 2 * 4, 16);
+    p->weight_smem_offset = up(p->arrive_offset + 12 * (int64_t)p->n_chunks2, 128);
     int64_t r1 = (int64_t)mats * p->k_chunk1 * (p->n_chunk1 + RF_SMEM_ROW_PAD) * 2;
     int64_t r2 = (int64_t)p->k_chunk2 * (p->n_chunk2 + RF_SMEM_ROW_PAD) * 2;
     p->ring_bytes = up(r1 > r2 ? r1 : r2, 128);
@@ -203,7 +205,8 @@ fits:
 static const struct {
     const char *name, *spelling;
 } stream_faults[] = {{"stream-no-fence", "stream_no_fence"},
-                     {"stream-early-reduce", "stream_early_reduce"}};
+                     {"stream-early-reduce", "stream_early_reduce"},
+                     {"stream-no-arrive-wait", "stream_no_arrive_wait"}};
 
 rf_status_t rf_chain_stream_choose(const rf_chain_t *c, const rf_compile_options_t *o, int64_t rows,
                                    const rf_target_t *t, rf_status_t mma, rf_chain_plan_t *p,
@@ -254,7 +257,7 @@ rf_status_t rf_chain_stream_choose(const rf_chain_t *c, const rf_compile_options
         snprintf(s->fault, sizeof s->fault, "%s", spelling);
     snprintf(p->name, sizeof p->name, "stream_%s", p->hash);
     p->tile_rows = s->tile_rows;
-    p->warps = s->warps;
+    p->warps = s->warps + 1; /* the block's warps: the MMA warps and the arrival warp */
     p->smem_bytes = s->smem_bytes;
     p->weight_buffers = s->weight_buffers;
     snprintf(p->reason, sizeof p->reason,
@@ -278,7 +281,7 @@ static void write_entry(rf_json_writer_t *w, const rf_chain_plan_t *p,
     rf_json_key_int(w, "rows", s->rows);
     rf_json_key_int(w, "tile_rows", s->tile_rows);
     rf_json_key_int(w, "warps", s->warps);
-    rf_json_key_int(w, "threads", 32 * s->warps);
+    rf_json_key_int(w, "threads", 32 * (s->warps + 1));
     rf_json_key_int(w, "smem_bytes", s->smem_bytes);
     rf_json_key_int(w, "blocks", s->blocks);
     rf_json_key_int(w, "slice", s->slice);
@@ -296,7 +299,7 @@ static void write_entry(rf_json_writer_t *w, const rf_chain_plan_t *p,
     rf_json_key_int(w, "h_offset", s->h_offset);
     rf_json_key_int(w, "h_stride", s->h_stride);
     rf_json_key_int(w, "stats_offset", s->stats_offset);
-    rf_json_key_int(w, "flag_offset", s->flag_offset);
+    rf_json_key_int(w, "arrive_offset", s->arrive_offset);
     rf_json_key_int(w, "weight_smem_offset", s->weight_smem_offset);
     rf_json_key_int(w, "ring_bytes", s->ring_bytes);
     rf_json_key_string(w, "weight_layout", "row_major");

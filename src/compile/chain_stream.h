@@ -16,9 +16,12 @@
  *   cp.async ring in [k_chunk1 x n_chunk1] tiles, the hidden slice is rounded to fp16 in
  *   shared memory, then multiplied into the block's rows of W2 in [k_chunk2 x n_chunk2]
  *   tiles: per output chunk j (n_chunk2 columns, the blocks start at chunk b mod n_chunks2) a
- *   partial [rows, n_chunk2] fp32 is written to global scratch, and the last block to arrive
- *   at chunk j's counter reduces the chunk over blocks 0..blocks-1 in that fixed order, adds
- *   b2, applies the epilogue, writes Y and resets the counter to 0.
+ *   partial [rows, n_chunk2] fp32 is written to global scratch and the MMA warps go on to the
+ *   next chunk; a warp of its own (the arrival warp) counts the block's arrival at chunk j's
+ *   counter (a release at GPU scope, several chunks per round trip), so the streaming never
+ *   waits for the counter. After the row tile, the block reduces every chunk at whose counter
+ *   it arrived last, over blocks 0..blocks-1 in that fixed order, adds b2, applies the
+ *   epilogue, writes Y and resets the counter to 0.
  *
  * Weight layout: the plan's row-major W [K, N] (chain_plan.h place_weights), so the package's
  * chain reads back unchanged: a block's W1 slice is K runs of slice * 2 bytes (128 bytes at a
@@ -66,12 +69,13 @@ typedef struct rf_chain_stream_shape {
 typedef struct rf_chain_stream_plan {
     rf_chain_stream_shape_t shape;
     int64_t rows;
-    int tile_rows, row_tiles, warps;
+    int tile_rows, row_tiles;
+    int warps; /* the MMA warps; the block has one more, the arrival warp */
     int blocks;    /* the grid: one block per hidden slice */
     int64_t slice; /* hidden columns per block */
     int k_chunk1, n_chunk1, k_chunk2, n_chunk2, n_chunks2;
     int weight_buffers;
-    int64_t x_offset, x_stride, h_offset, h_stride, stats_offset, flag_offset;
+    int64_t x_offset, x_stride, h_offset, h_stride, stats_offset, arrive_offset;
     int64_t weight_smem_offset, ring_bytes, smem_bytes;
     int64_t weight_bytes; /* W1 (Wg + Wu) and W2 in fp16 */
     double cost_us, mma_cost_us;
@@ -100,8 +104,8 @@ int64_t rf_chain_stream_scratch_bytes(int blocks, int64_t n, int64_t rows, int t
  * chosen, p holds the chain's hash and weight offsets (planned as for chain_mma, which do
  * not depend on shared memory) and its name, warps, tile rows, shared memory and reason
  * become the stream kernel's, so the generator's facts and the grid rule read them. A
- * planted stream fault (options->fault "stream-no-fence" / "stream-early-reduce") forces
- * the stream plan and is refused with --schedule chain. */
+ * planted stream fault (options->fault "stream-no-fence", "stream-early-reduce" or
+ * "stream-no-arrive-wait") forces the stream plan and is refused with --schedule chain. */
 rf_status_t rf_chain_stream_choose(const rf_chain_t *c, const rf_compile_options_t *o, int64_t rows,
                                    const rf_target_t *t, rf_status_t mma, rf_chain_plan_t *p,
                                    rf_chain_stream_plan_t *out, int *out_chosen);

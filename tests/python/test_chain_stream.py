@@ -5,10 +5,11 @@ A SwiGLU FFN with RMSNorm (512 -> 2048, 6 MB of fp16 weights) at 4 rows is plann
 chain_stream by the automatic choice, with --schedule chain it keeps chain_mma; a GPT-2
 style GELU FFN (128 -> 512) is forced with --schedule chain-stream. The kernel compiles to
 sm_90a PTX holding the tensor-core mma.sync, the release/acquire fences and the acq_rel
-counter of the cross-block reduction, no local memory, and links into a library exporting
-the chain entry. The planted faults change exactly that code: stream-no-fence drops the
-fences and relaxes the counter, stream-early-reduce compares the counter's old value with 0
-instead of blocks - 1. Needs the rowfuse binary (RF_BIN), torch + onnx and the CuTe DSL.
+counter of the cross-block reduction, the arrival warp's mbarrier wait, no local memory,
+and links into a library exporting the chain entry. The planted faults change exactly that
+code: stream-no-fence drops the fences and relaxes the counter, stream-early-reduce
+compares the counter's old value with 0 instead of blocks - 1, stream-no-arrive-wait drops
+the arrival warp's wait for the partial stores. Needs the rowfuse binary (RF_BIN), torch + onnx and the CuTe DSL.
 """
 
 from __future__ import annotations
@@ -70,6 +71,11 @@ def test_auto_picks_the_stream_for_few_rows(swiglu):
     assert ".target sm_90a" in ptx and ptx.count("mma.sync.aligned.m16n8k16") > 0
     assert ptx.count("fence.acq_rel.gpu") == 2, "release before the counter, acquire after"
     assert len(re.findall(r"atom\.global\.acq_rel(\.gpu)?\.add", ptx)) == 1
+    # the arrival warp waits for the MMA threads' arrivals (release) on the chunk's mbarrier
+    # (acquire) before it counts, and the MMA warps' barrier leaves it out
+    assert "mbarrier.test_wait.parity.acquire.cta" in ptx and "mbarrier.arrive" in ptx
+    assert k["threads"] == 32 * (k["warps"] + 1)
+    assert re.search(rf"bar\.sync\s+1, {32 * k['warps']};", ptx)
     # the block whose arrival is the last (old count blocks - 1) reduces
     assert re.search(ARRIVE + rf"{k['blocks'] - 1};", ptx)
     assert len(re.findall(r"atom\.global(\.relaxed)?(\.gpu)?\.exch", ptx)) == 1
@@ -89,7 +95,9 @@ def test_schedule_chain_keeps_chain_mma(swiglu):
     assert "fence.acq_rel.gpu" not in ptx
 
 
-@pytest.mark.parametrize("fault", ["stream-no-fence", "stream-early-reduce"])
+@pytest.mark.parametrize(
+    "fault", ["stream-no-fence", "stream-early-reduce", "stream-no-arrive-wait"]
+)
 def test_planted_faults_change_the_reduction(swiglu, fault):
     tmp, model = swiglu
     _, plan, k, _, ptx = _compile(model, tmp / fault, "--plant-fault", fault)
@@ -97,6 +105,11 @@ def test_planted_faults_change_the_reduction(swiglu, fault):
     if fault == "stream-no-fence":
         assert "fence.acq_rel.gpu" not in ptx
         assert not re.search(r"atom\.global\.acq_rel", ptx)
+    elif fault == "stream-no-arrive-wait":
+        assert ptx.count("fence.acq_rel.gpu") == 2 and re.search(
+            ARRIVE + rf"{k['blocks'] - 1};", ptx
+        )
+        assert "mbarrier.test_wait" not in ptx and "mbarrier.arrive" in ptx
     else:
         assert ptx.count("fence.acq_rel.gpu") == 2
         # the reducer's test compares the counter's old value with 0, not blocks - 1
@@ -123,6 +136,7 @@ def test_forced_gelu_ffn(tmp_path):
 def test_plant_fault_list_names_chain_stream():
     p = rowfuse("compile", "--plant-fault", "list")
     lines = [ln.split("\t") for ln in p.stdout.splitlines()]
-    assert ["stream-no-fence", "chain-stream"] == lines[-3][:2]
-    assert ["stream-early-reduce", "chain-stream"] == lines[-2][:2]
+    assert ["stream-no-fence", "chain-stream"] == lines[-4][:2]
+    assert ["stream-early-reduce", "chain-stream"] == lines[-3][:2]
+    assert ["stream-no-arrive-wait", "chain-stream"] == lines[-2][:2]
     assert ["conv-no-store", "chain-conventional"] == lines[-1][:2]

@@ -96,7 +96,10 @@ static void check_plan(const char *what, const rf_chain_t *c, int64_t rows, cons
     CHECK_OK(rf_chain_split_covered(s->h, p.slice, p.blocks));
     /* the regions the generator checks: ordered, aligned, the ring last */
     CHECK(p.h_offset >= p.tile_rows * p.x_stride * 2 && p.h_offset % 128 == 0);
-    CHECK(p.weight_smem_offset >= p.flag_offset + 16 && p.weight_smem_offset % 128 == 0);
+    /* the arrivals' region (an mbarrier and a flag per output chunk) lies before the ring */
+    CHECK(p.arrive_offset % 16 == 0 && p.arrive_offset >= p.stats_offset + p.tile_rows * 8);
+    CHECK(p.weight_smem_offset >= p.arrive_offset + 12 * p.n_chunks2 &&
+          p.weight_smem_offset % 128 == 0);
     CHECK(p.x_stride >= s->c && p.h_stride >= p.slice);
     CHECK(rf_chain_stream_scratch_bytes(p.blocks, s->n, rows, p.tile_rows, p.n_chunks2) ==
           4 * ((int64_t)p.blocks * rows * s->n + p.row_tiles * p.n_chunks2));

@@ -15,14 +15,23 @@ Chain: [norm] -> first (linear with activations, or gated) -> hidden h (fp16) ->
      zero past H.
   3. The block's rows of W2 stream through the same ring in [k_chunk2 x n_chunk2] tiles;
      per output chunk j (the blocks start at chunk b mod n_chunks2) the block's partial
-     [rows, n_chunk2] (fp32) goes to scratch[b, row, col]; every thread fences (release,
-     gpu scope), the block synchronises, one thread adds 1 to chunk j's counter (acq_rel,
-     gpu scope); the block that takes it to `blocks` fences again (acquire) and reduces the
-     chunk over blocks 0, 1, ..., blocks - 1 in that order, adds b2, applies the epilogue
-     (act, + X), writes Y and resets the counter to 0 for the next launch.
+     [rows, n_chunk2] (fp32) goes to scratch[b, row, col], every MMA thread arrives on the
+     chunk's mbarrier in shared memory (release, CTA scope) and goes on to the next chunk.
+  4. The arrival warp (the block's last warp; it streams nothing) counts the block's
+     arrivals in chunk order: a lane whose chunk's mbarrier has completed (acquire, CTA
+     scope) fences (release, GPU scope) and adds 1 to the chunk's counter (acq_rel, GPU
+     scope), as many chunks at once as have completed (up to 31, one lane each, their
+     round trips together); the lane whose add takes the counter to `blocks` marks the
+     chunk as this block's to reduce. So the weight stream never waits for a counter (it
+     did when the MMA warps counted: two L2 round trips per output chunk).
+  5. After the row tile (one block barrier) the MMA threads reduce every chunk marked for
+     this block: a fence (acquire), the chunk's partials over blocks 0, 1, ..., blocks - 1
+     in that order, b2, the epilogue (act, + X), Y; the counter reset to 0 for the next
+     launch.
 The ring is one cp.async group per tile: tile t waits for all but the newest
-weight_buffers - 2 groups, one block barrier, then tile t + weight_buffers - 1 is issued
-into the buffer tile t - 1 used (every warp has passed the barrier after reading it).
+weight_buffers - 2 groups, one barrier of the MMA warps, then tile t + weight_buffers - 1 is
+issued into the buffer tile t - 1 used (every MMA warp has passed the barrier after reading
+it).
 
 Why mma.sync with rows padded to 16 rather than CUDA cores: the error model of the chain
 reference counts a dot product as 16-product MMA steps (src/chain/chain.h); the same
@@ -34,7 +43,8 @@ n_chunks2]) is the runtime's; it zeroes the counters once.
 
 Planted faults (tests of the checks only): stream_no_fence (neither fence, relaxed
 counter), stream_early_reduce (the first block to arrive reduces, before the others'
-partials are written).
+partials are written), stream_no_arrive_wait (the arrival warp counts a chunk without
+waiting for its mbarrier, so the counter can reach `blocks` before a partial is stored).
 """
 
 from __future__ import annotations
@@ -44,8 +54,10 @@ from dataclasses import dataclass
 import cuda.bindings.driver as cuda
 import cutlass
 import cutlass.cute as cute
+from cutlass._mlir.dialects import llvm
 
 from rowfuse.kernels.chain_mma import _act, _int, _stage_from_spec, row_norm_stats
+from rowfuse.kernels.rowfuse_hopper import WATCHDOG_NS
 from rowfuse.kernels.rowfuse_kernels import (
     SpecError,
     TileOps,
@@ -59,7 +71,12 @@ MODE = "chain_stream"
 # REDUCE_REGS registers a thread
 REDUCE_BATCH = 8
 REDUCE_REGS = 64
-FAULTS = ("", "stream_no_fence", "stream_early_reduce")
+FAULTS = ("", "stream_no_fence", "stream_early_reduce", "stream_no_arrive_wait")
+# The MMA warps' barrier (named; 0 is the whole block's)
+MMA_BARRIER = 1
+# Chunks the arrival warp counts per round trip at most (a lane each; lane 31 stays out so
+# the ballot of ready lanes never has its sign bit set)
+ARRIVE_BATCH = 31
 
 
 def _up(a: int, b: int) -> int:
@@ -93,7 +110,7 @@ class StreamPlan:
     h_offset: int
     h_stride: int
     stats_offset: int
-    flag_offset: int
+    arrive_offset: int
     weight_smem_offset: int
     ring_bytes: int
     smem_pad: int
@@ -101,6 +118,11 @@ class StreamPlan:
 
     @property
     def threads(self) -> int:
+        """The block: the MMA warps and the arrival warp."""
+        return 32 * (self.warps + 1)
+
+    @property
+    def mma_threads(self) -> int:
         return 32 * self.warps
 
     @property
@@ -179,7 +201,7 @@ class StreamPlan:
                 "h_offset",
                 "h_stride",
                 "stats_offset",
-                "flag_offset",
+                "arrive_offset",
                 "weight_smem_offset",
                 "ring_bytes",
             )
@@ -206,7 +228,10 @@ class StreamPlan:
             **ints,
         )
         if _int(k, "threads", name) != plan.threads:
-            raise SpecError(f"{name}: threads {k['threads']} is not 32 * warps ({plan.threads})")
+            raise SpecError(
+                f"{name}: threads {k['threads']} is not 32 * (warps + 1) ({plan.threads}: the "
+                "MMA warps and the arrival warp)"
+            )
         plan.check()
         return plan
 
@@ -242,10 +267,10 @@ class StreamPlan:
                 f"{n}: {self.blocks} blocks of {self.slice} must cover hidden {self.hidden}, "
                 "every block holding a column"
             )
-        if (self.tile_rows * self.n_chunk2) % self.threads:
+        if (self.tile_rows * self.n_chunk2) % self.mma_threads:
             raise SpecError(
                 f"{n}: a chunk's {self.tile_rows} x {self.n_chunk2} elements must "
-                f"split evenly over {self.threads} threads for the reduction"
+                f"split evenly over {self.mma_threads} MMA threads for the reduction"
             )
         if self.n_chunks2 * self.n_chunk2 < self.out_width:
             raise SpecError(f"{n}: n_chunks2 x n_chunk2 does not cover out_width")
@@ -258,7 +283,7 @@ class StreamPlan:
             ("x", self.x_offset, self.tile_rows * self.x_stride * 2),
             ("h", self.h_offset, self.tile_rows * self.h_stride * 2),
             ("stats", self.stats_offset, self.tile_rows * 8),
-            ("flag", self.flag_offset, 16),
+            ("arrive", self.arrive_offset, 12 * self.n_chunks2),
             ("ring", self.weight_smem_offset, self.weight_buffers * self.ring_bytes),
         )
         for what, off, size in regions:
@@ -287,7 +312,7 @@ class StreamKernel(TileOps):
 
     def __init__(self, plan: StreamPlan):
         self.p = plan
-        self.threads = plan.threads
+        self.threads = plan.mma_threads  # TileOps' staging: the MMA threads copy
         self.fault = ""  # TileOps' staging fault; this kernel's own are plan.fault
         self.tm = plan.tile_rows
 
@@ -305,7 +330,7 @@ class StreamKernel(TileOps):
         stream: cuda.CUstream,
     ):
         self.kernel(mX, mWh, mWf, mY, mS, rows).launch(
-            grid=(grid, 1, 1), block=(self.threads, 1, 1), smem=self.p.smem_bytes, stream=stream
+            grid=(grid, 1, 1), block=(self.p.threads, 1, 1), smem=self.p.smem_bytes, stream=stream
         )
 
     # ------------------------------------------------------------------ geometry helpers
@@ -353,8 +378,12 @@ class StreamKernel(TileOps):
             cute.recast_ptr(base + p.h_offset, dtype=cutlass.Float16),
             cute.make_layout((tm, p.slice), stride=(p.h_stride, 1)),
         )
-        sFlag = cute.make_tensor(
-            cute.recast_ptr(base + p.flag_offset, dtype=cutlass.Int32), cute.make_layout(4)
+        # per output chunk (in the block's order jj): its mbarrier, then 1 where this block
+        # reduces it
+        mbar = cute.recast_ptr(base + p.arrive_offset, dtype=cutlass.Int64)
+        sLast = cute.make_tensor(
+            cute.recast_ptr(base + p.arrive_offset + 8 * p.n_chunks2, dtype=cutlass.Int32),
+            cute.make_layout(p.n_chunks2),
         )
         offs = (f.w,) if f.op == "linear" else (f.wg, f.wu)
         gW1 = [
@@ -368,30 +397,47 @@ class StreamKernel(TileOps):
         nk1 = p.x_cols // p.k_chunk1
         nk2 = p.slice // p.k_chunk2
         nbuf = p.weight_buffers
-        ctx = (mX, mWf, mY, mS, gW1, gW2, ring1, ring2, sX, sH, sFlag, base, h0, bid, tid, rows)
+        ctx = (mX, mWf, mY, mS, gW1, gW2, ring1, ring2, sX, sH, sLast, mbar, base, h0, bid, tid)
+        if tid == 0:
+            for jj in cutlass.range(p.n_chunks2, unroll=1):
+                cute.arch.mbarrier_init(mbar + jj, p.mma_threads)
+        cute.arch.mbarrier_init_fence()
+        cute.arch.sync_threads()
         ntiles = (rows + tm - 1) // tm
         for rt in cutlass.range(ntiles, unroll=1):
             row0 = rt * tm
             nrows = rows - row0
-            self.stage(mX, sX, row0, nrows, 0, C, tm, p.x_cols, _vec_elems(C, 2), tid)
-            cute.arch.cp_async_commit_group()
-            for t in cutlass.range_constexpr(nbuf - 1):  # the first weights, before X arrives
-                self.issue(ctx, t)
+            if tid < p.mma_threads:
+                self.stage(mX, sX, row0, nrows, 0, C, tm, p.x_cols, _vec_elems(C, 2), tid)
                 cute.arch.cp_async_commit_group()
-            cute.arch.cp_async_wait_group(nbuf - 1)
-            cute.arch.sync_threads()
-            if cutlass.const_expr(p.norm is not None):
-                self.norm_x(ctx)
-            self.gemm1(ctx, nk1)
-            self.gemm2(ctx, nk2, rt, row0, nrows)
-            cute.arch.cp_async_wait_group(0)
-            cute.arch.sync_threads()
+                for t in cutlass.range_constexpr(nbuf - 1):  # the first weights, before X
+                    self.issue(ctx, t)
+                    cute.arch.cp_async_commit_group()
+                cute.arch.cp_async_wait_group(nbuf - 1)
+                self.mma_barrier()
+                if cutlass.const_expr(p.norm is not None):
+                    self.norm_x(ctx)
+                self.gemm1(ctx, nk1)
+                self.gemm2(ctx, nk2, rows, row0, nrows)
+                cute.arch.cp_async_wait_group(0)
+            else:
+                self.arrivals(ctx, rt, rows)
+            cute.arch.sync_threads()  # every chunk counted, sLast written
+            if tid < p.mma_threads:
+                for jj in cutlass.range(p.n_chunks2, unroll=1):
+                    if sLast[jj] != 0:
+                        self.reduce(ctx, rt, (jj + bid) % p.n_chunks2, rows, row0, nrows)
+            cute.arch.sync_threads()  # sLast read before the next tile's arrivals rewrite it
+
+    @cute.jit
+    def mma_barrier(self):
+        cute.arch.barrier(barrier_id=MMA_BARRIER, number_of_threads=self.p.mma_threads)
 
     @cute.jit
     def issue(self, ctx, t):
         """cp.async of weight tile t (of the block's sequence: W1 tiles, then W2 tiles) into
         ring buffer t mod weight_buffers; zero fill outside [K, N]."""
-        mX, mWf, mY, mS, gW1, gW2, ring1, ring2, sX, sH, sFlag, base, h0, bid, tid, rows = ctx
+        mX, mWf, mY, mS, gW1, gW2, ring1, ring2, sX, sH, sLast, mbar, base, h0, bid, tid = ctx
         p = self.p
         C, H, N = p.in_width, p.hidden, p.out_width
         nk1 = p.x_cols // p.k_chunk1
@@ -440,7 +486,7 @@ class StreamKernel(TileOps):
         into the buffer tile t - 1 used."""
         p = self.p
         cute.arch.cp_async_wait_group(p.weight_buffers - 2)
-        cute.arch.sync_threads()
+        self.mma_barrier()
         self.issue(ctx, t + p.weight_buffers - 1)
         cute.arch.cp_async_commit_group()  # (empty past the last tile)
 
@@ -449,7 +495,7 @@ class StreamKernel(TileOps):
         """LayerNorm / RMSNorm of the staged X in place: one warp per row, statistics in
         fp32 with butterfly shuffles (mean, then the mean of squared deviations), the result
         rounded to fp16, zero past C."""
-        mX, mWf, mY, mS, gW1, gW2, ring1, ring2, sX, sH, sFlag, base, h0, bid, tid, rows = ctx
+        mX, mWf, mY, mS, gW1, gW2, ring1, ring2, sX, sH, sLast, mbar, base, h0, bid, tid = ctx
         p = self.p
         s = p.norm
         f32 = cutlass.Float32
@@ -472,13 +518,13 @@ class StreamKernel(TileOps):
                             if cutlass.const_expr(s.beta >= 0):
                                 v = v + mWf[s.beta + c]
                         sX[r, c] = v.to(cutlass.Float16)
-        cute.arch.sync_threads()
+        self.mma_barrier()
 
     @cute.jit
     def gemm1(self, ctx, nk1: cutlass.Constexpr):
         """The hidden slice: X @ W1[:, slice] (or Wg, Wu) per n_chunk1 columns, k chunks
         streamed; bias and activation (or act(g) * u) in fp32, stored fp16, zero past H."""
-        mX, mWf, mY, mS, gW1, gW2, ring1, ring2, sX, sH, sFlag, base, h0, bid, tid, rows = ctx
+        mX, mWf, mY, mS, gW1, gW2, ring1, ring2, sX, sH, sLast, mbar, base, h0, bid, tid = ctx
         p, tm, f = self.p, self.tm, self.p.first
         f32 = cutlass.Float32
         nc, kc = p.n_chunk1, p.k_chunk1
@@ -538,10 +584,10 @@ class StreamKernel(TileOps):
         # (the next step's barrier makes the hidden slice visible to every warp)
 
     @cute.jit
-    def gemm2(self, ctx, nk2: cutlass.Constexpr, rt, row0, nrows):
-        """The partials h_slice @ W2[slice, :] per output chunk, then the arrival on the
-        chunk's counter and, for the last block to arrive, the ordered reduction."""
-        mX, mWf, mY, mS, gW1, gW2, ring1, ring2, sX, sH, sFlag, base, h0, bid, tid, rows = ctx
+    def gemm2(self, ctx, nk2: cutlass.Constexpr, rows, row0, nrows):
+        """The partials h_slice @ W2[slice, :] per output chunk, each released to the arrival
+        warp through the chunk's mbarrier."""
+        mX, mWf, mY, mS, gW1, gW2, ring1, ring2, sX, sH, sLast, mbar, base, h0, bid, tid = ctx
         p, tm = self.p, self.tm
         nc, kc = p.n_chunk2, p.k_chunk2
         N = p.out_width
@@ -576,89 +622,122 @@ class StreamKernel(TileOps):
                     col = j * nc + tCc[i][1]
                     if r < nrows and col < N:
                         mS[(bid * rows + row0 + r) * N + col] = acc[i]
-            self.arrive_and_reduce(ctx, rt, j, row0, nrows)
+            # this thread's stores of the partial, released to the arrival warp (CTA scope)
+            cute.arch.mbarrier_arrive(mbar + jj)
 
     @cute.jit
-    def arrive_and_reduce(self, ctx, rt, j, row0, nrows):
-        """Release the partial of chunk j, count the arrival; the last block to arrive
-        acquires every partial and reduces them in block order (module docstring)."""
-        mX, mWf, mY, mS, gW1, gW2, ring1, ring2, sX, sH, sFlag, base, h0, bid, tid, rows = ctx
+    def arrivals(self, ctx, rt, rows):
+        """The arrival warp: counts the block's arrival at every output chunk's counter, in
+        the block's chunk order, the chunks whose partials are stored so far together (one
+        lane each, up to ARRIVE_BATCH); marks in sLast the chunks whose counter it took to
+        `blocks` (module docstring, 4)."""
+        mX, mWf, mY, mS, gW1, gW2, ring1, ring2, sX, sH, sLast, mbar, base, h0, bid, tid = ctx
+        p = self.p
+        n, B, N = p.n_chunks2, p.blocks, p.out_width
+        fenced = p.fault != "stream_no_fence"
+        waits = p.fault != "stream_no_arrive_wait"
+        last = B - 1 if p.fault != "stream_early_reduce" else 0
+        lane = tid % 32
+        parity = rt % 2
+        done = cutlass.Int32(0)
+        t0 = cute.arch.globaltimer()
+        while done < n:
+            jj = done + lane
+            ready = cutlass.Boolean(False)
+            if jj < n and lane < ARRIVE_BATCH:
+                if cutlass.const_expr(waits):
+                    ready = cute.arch.mbarrier_test_wait(mbar + jj, parity)
+                else:
+                    ready = cutlass.Boolean(True)
+            # k: the ready lanes 0, 1, ..., k - 1 (the trailing ones of the ballot)
+            mask = cute.arch.vote_ballot_sync(ready)
+            k = cute.arch.popc(mask ^ (mask + 1)) - 1
+            if lane < k:
+                if cutlass.const_expr(fenced):
+                    cute.arch.fence_acq_rel_gpu()  # release: the MMA threads' partial stores
+                ptr = cute.recast_ptr(
+                    mS.iterator + B * rows * N + rt * n + (jj + bid) % n, dtype=cutlass.Int32
+                )
+                if cutlass.const_expr(fenced):
+                    old = cute.arch.atomic_add(ptr, cutlass.Int32(1), sem="acq_rel", scope="gpu")
+                else:
+                    old = cute.arch.atomic_add(ptr, cutlass.Int32(1), sem="relaxed", scope="gpu")
+                flag = cutlass.Int32(0)
+                if old == cutlass.Int32(last):
+                    flag = cutlass.Int32(1)
+                sLast[jj] = flag
+            if k == 0:
+                # nothing ready: sleep on the next chunk's mbarrier (returns at its phase or
+                # after a hardware time limit); a lost arrival traps instead of hanging
+                cute.arch.mbarrier_try_wait(mbar + done, parity)
+                if cute.arch.globaltimer() - t0 > WATCHDOG_NS:
+                    llvm.intr_trap()
+            done = done + k
+
+    @cute.jit
+    def reduce(self, ctx, rt, j, rows, row0, nrows):
+        """Chunk j, whose counter this block took to `blocks`: every block's partial acquired
+        and added in block order 0, 1, ..., blocks - 1, then b2, the epilogue and Y; the
+        counter reset for the next launch. The MMA threads only."""
+        mX, mWf, mY, mS, gW1, gW2, ring1, ring2, sX, sH, sLast, mbar, base, h0, bid, tid = ctx
         p = self.p
         s2 = p.second
         N, nc, B = p.out_width, p.n_chunk2, p.blocks
         fenced = p.fault != "stream_no_fence"
-        if cutlass.const_expr(fenced):
-            cute.arch.fence_acq_rel_gpu()  # release: this thread's partial stores
-        cute.arch.sync_threads()
         counter = B * rows * N + rt * p.n_chunks2 + j
+        if cutlass.const_expr(fenced):
+            cute.arch.fence_acq_rel_gpu()  # acquire: every block's partial of chunk j
+        f32 = cutlass.Float32
+        # every thread sums `per` elements of the chunk at once (their loads of one block's
+        # partials in flight together), over the blocks in order 0, 1, ..., B - 1
+        per = self.tm * nc // p.mma_threads
+        acc = cute.make_rmem_tensor(cute.make_layout(per), f32)
+        at = cute.make_rmem_tensor(cute.make_layout(per), cutlass.Int32)
+        for e in cutlass.range_constexpr(per):
+            idx = tid + e * p.mma_threads
+            r = idx // nc
+            col = j * nc + idx - r * nc
+            acc[e] = f32(0.0)
+            at[e] = cutlass.Int32(-1)
+            if r < nrows and col < N:
+                at[e] = (row0 + r) * N + col
+        step = rows * N  # one block's partials
+        # block 0's partial, then the others in order, REDUCE_BATCH blocks' loads in
+        # flight before their adds (the order of the adds, and so the result, is the
+        # same as one block at a time; the loads no longer wait for each other)
+        for e in cutlass.range_constexpr(per):
+            if at[e] >= 0:
+                acc[e] = mS[at[e]]
+        U = max(1, min(REDUCE_BATCH, REDUCE_REGS // per))
+        vals = cute.make_rmem_tensor(cute.make_layout(U * per), f32)
+        for bb in cutlass.range((B - 1 + U - 1) // U, unroll=1):
+            b0 = 1 + bb * U
+            for u in cutlass.range_constexpr(U):
+                for e in cutlass.range_constexpr(per):
+                    if at[e] >= 0 and b0 + u < B:
+                        vals[u * per + e] = mS[(b0 + u) * step + at[e]]
+            for u in cutlass.range_constexpr(U):
+                for e in cutlass.range_constexpr(per):
+                    if at[e] >= 0 and b0 + u < B:
+                        acc[e] = acc[e] + vals[u * per + e]
+        for e in cutlass.range_constexpr(per):
+            idx = tid + e * p.mma_threads
+            r = idx // nc
+            col = j * nc + idx - r * nc
+            if r < nrows and col < N:
+                row = row0 + r
+                v = acc[e]
+                if cutlass.const_expr(s2.b >= 0):
+                    v = v + mWf[s2.b + col]
+                for op, arg in s2.epilogue:
+                    if cutlass.const_expr(op == "act"):
+                        v = _act(arg, v)
+                    else:
+                        v = v + mX[row, col].to(f32)
+                mY[row, col] = v
         if tid == 0:
             ptr = cute.recast_ptr(mS.iterator + counter, dtype=cutlass.Int32)
-            if cutlass.const_expr(fenced):
-                old = cute.arch.atomic_add(ptr, cutlass.Int32(1), sem="acq_rel", scope="gpu")
-            else:
-                old = cute.arch.atomic_add(ptr, cutlass.Int32(1), sem="relaxed", scope="gpu")
-            last = cutlass.Int32(B - 1)
-            if cutlass.const_expr(p.fault == "stream_early_reduce"):
-                last = cutlass.Int32(0)
-            flag = cutlass.Int32(0)
-            if old == last:
-                flag = cutlass.Int32(1)
-            sFlag[0] = flag
-        cute.arch.sync_threads()
-        if sFlag[0] != 0:
-            if cutlass.const_expr(fenced):
-                cute.arch.fence_acq_rel_gpu()  # acquire: every block's partial of chunk j
-            f32 = cutlass.Float32
-            # every thread sums `per` elements of the chunk at once (their loads of one block's
-            # partials in flight together), over the blocks in order 0, 1, ..., B - 1
-            per = self.tm * nc // p.threads
-            acc = cute.make_rmem_tensor(cute.make_layout(per), f32)
-            at = cute.make_rmem_tensor(cute.make_layout(per), cutlass.Int32)
-            for e in cutlass.range_constexpr(per):
-                idx = tid + e * p.threads
-                r = idx // nc
-                col = j * nc + idx - r * nc
-                acc[e] = f32(0.0)
-                at[e] = cutlass.Int32(-1)
-                if r < nrows and col < N:
-                    at[e] = (row0 + r) * N + col
-            step = rows * N  # one block's partials
-            # block 0's partial, then the others in order, REDUCE_BATCH blocks' loads in
-            # flight before their adds (the order of the adds, and so the result, is the
-            # same as one block at a time; the loads no longer wait for each other)
-            for e in cutlass.range_constexpr(per):
-                if at[e] >= 0:
-                    acc[e] = mS[at[e]]
-            U = max(1, min(REDUCE_BATCH, REDUCE_REGS // per))
-            vals = cute.make_rmem_tensor(cute.make_layout(U * per), f32)
-            for bb in cutlass.range((B - 1 + U - 1) // U, unroll=1):
-                b0 = 1 + bb * U
-                for u in cutlass.range_constexpr(U):
-                    for e in cutlass.range_constexpr(per):
-                        if at[e] >= 0 and b0 + u < B:
-                            vals[u * per + e] = mS[(b0 + u) * step + at[e]]
-                for u in cutlass.range_constexpr(U):
-                    for e in cutlass.range_constexpr(per):
-                        if at[e] >= 0 and b0 + u < B:
-                            acc[e] = acc[e] + vals[u * per + e]
-            for e in cutlass.range_constexpr(per):
-                idx = tid + e * p.threads
-                r = idx // nc
-                col = j * nc + idx - r * nc
-                if r < nrows and col < N:
-                    row = row0 + r
-                    v = acc[e]
-                    if cutlass.const_expr(s2.b >= 0):
-                        v = v + mWf[s2.b + col]
-                    for op, arg in s2.epilogue:
-                        if cutlass.const_expr(op == "act"):
-                            v = _act(arg, v)
-                        else:
-                            v = v + mX[row, col].to(f32)
-                    mY[row, col] = v
-            if tid == 0:
-                ptr = cute.recast_ptr(mS.iterator + counter, dtype=cutlass.Int32)
-                cute.arch.atomic_exch(ptr, cutlass.Int32(0), sem="relaxed", scope="gpu")
+            cute.arch.atomic_exch(ptr, cutlass.Int32(0), sem="relaxed", scope="gpu")
 
 
 def compile_args(plan: StreamPlan):
