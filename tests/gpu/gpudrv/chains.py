@@ -12,11 +12,11 @@ holds, checked by rebuilding the file byte for byte), so no weights.bin is carri
 
 There, in order: every weights.bin written from the modules, once; `rowfuse check` of
 every package at its rows from CHAINS_CHECK_MIN_ROWS up to CHAINS_CHECK_MAX_ROWS
-(default 1 to 1,000: the fp64 reference runs on the CPU) and of each conventional schedule
-with its scratch stores planted away (FAULT_PACKAGES, --plant-fault conv-no-store: each
-check must fail), then compute-
-sanitizer's memcheck and racecheck on five conventional packages (CHAINS_SAN); the
-weight-streaming packages through `rowfuse bench --c` with warm and cold L2 (stream.json);
+(default 1 to 1,000: the fp64 reference runs on the CPU) and of the planted faults
+(FAULT_PACKAGES: each conventional schedule with its scratch stores planted away, the
+streaming kernel with each of its reduction faults; each check must fail), then
+compute-sanitizer's memcheck and racecheck on the streaming kernel and five conventional
+packages (CHAINS_SAN); the weight-streaming packages through `rowfuse bench --c` with warm and cold L2 (stream.json);
 then `python -m rowfuse.bench.chains`, in one process, under CHAINS_TIMEOUT seconds
 (default 540; it starts no new cell in its last 90 s and keeps what it finished).
 
@@ -72,11 +72,12 @@ def prepare(jobs: int, stamp: str) -> dict:
             (chains.package_name(k, r), [model, "--rows", str(r)], False)
             for _, r in chains.cells([k], rows)
         ]
-        # the planted fault of each conventional schedule: its check must fail
+        # the planted faults of the conventional schedules and of the streaming kernel's
+        # reduction: each check must fail
         if k == "gpt2_ffn":
-            for name, (r, sched) in FAULT_PACKAGES.items():
+            for name, (r, sched, fault) in FAULT_PACKAGES.items():
                 args = [model, "--rows", str(r), "--schedule", sched]
-                specs.append((name, args + ["--plant-fault", "conv-no-store"], False))
+                specs.append((name, args + ["--plant-fault", fault], False))
         # the conventional schedules of the same block (the suite's rowfuse-conv and
         # rowfuse-conv-wgmma)
         for sfx, sched in (("-conv", "conventional"), ("-wgmma", "conventional-wgmma")):
@@ -219,7 +220,7 @@ def _checks(r: c.Run, d, m) -> None:
         rc, _, secs, to = c.sh(cmd, log=d / f"check_{name}.log", timeout=600, env=r.env)
         return name, n, rc, secs, to, c.read_json(js) or {}
 
-    for name, (n, _) in FAULT_PACKAGES.items():
+    for name, (n, _, _) in FAULT_PACKAGES.items():
         if name in m["packages"] and lo <= n <= limit:
             js = d / f"check_{name}.json"
             cmd = [r.rowfuse(), "check", c.PKGS / name, "--shapes", str(n), "--json", js]
@@ -238,15 +239,22 @@ def _checks(r: c.Run, d, m) -> None:
 
 
 # the GPT-2 FFN's conventional schedules with their scratch stores planted away
-# (--plant-fault conv-no-store), name -> (rows, schedule): `rowfuse check` must fail each
+# (conv-no-store), and its streaming kernel with each planted reduction fault, name ->
+# (rows, schedule, fault): `rowfuse check` must fail each
 FAULT_PACKAGES = {
-    "gpt2_ffn-7-conv-nostore": (7, "conventional"),
-    "gpt2_ffn-64-wgmma-nostore": (64, "conventional-wgmma"),
+    "gpt2_ffn-7-conv-nostore": (7, "conventional", "conv-no-store"),
+    "gpt2_ffn-64-wgmma-nostore": (64, "conventional-wgmma", "conv-no-store"),
+    "gpt2_ffn-4-stream-nofence": (4, "chain-stream", "stream-no-fence"),
+    "gpt2_ffn-4-stream-early": (4, "chain-stream", "stream-early-reduce"),
+    "gpt2_ffn-16-stream-early": (16, "chain-stream", "stream-early-reduce"),
+    "gpt2_ffn-4-stream-noarrive": (4, "chain-stream", "stream-no-arrive-wait"),
 }
 
 # packages compute-sanitizer runs on (memcheck and racecheck, at the package's rows): the
-# conventional schedules' kernels of three kinds, from 7 to 1,000 rows, and the Hopper GEMMs
+# streaming kernel (its arrival warp and mbarriers), the conventional schedules' kernels of
+# three kinds, from 7 to 1,000 rows, and the Hopper GEMMs
 SANITIZE = (
+    "gpt2_ffn-4",
     "gpt2_ffn-7-conv",
     "bert_ffn-64-conv",
     "stacked-1000-conv",
