@@ -235,8 +235,9 @@ static void print_chain(const rf_chain_plan_t *p, const char *what, const char *
     int conv = !strncmp(p->name, "conv_", 5);
     const char *kinds = !strncmp(p->name, "stream_", 7) ? "chain_stream" : "chain_mma";
     if (conv)
-        kinds = strstr(p->reason, "chain_wgmma") ? "chain_mma and chain_wgmma, one per segment"
-                                                 : "chain_mma, one per segment";
+        kinds = strstr(p->reason, "chain_wgmma")
+                    ? "one per segment: chain_wgmma for a Hopper GEMM, chain_mma otherwise"
+                    : "chain_mma, one per segment";
     printf("  kernel%s %s (%s): %s\n", conv ? "s" : "", p->name, kinds, p->reason);
     printf("  %d registers%s, %d blocks per SM%s; wh %lld fp16, wf %lld fp32 weights\n",
            p->registers, conv ? " (the most of its kernels)" : "", p->blocks_per_sm,

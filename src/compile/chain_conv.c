@@ -158,15 +158,11 @@ static rf_status_t plan_segments(const rf_chain_t *c, int64_t rows, const rf_tar
     return RF_OK;
 }
 
-static int64_t align_up(int64_t off, int64_t a) {
-    return (off + a - 1) / a * a;
-}
-
 int64_t rf_chain_wgmma_smem(int tile_m, int tile_n, int k_block, int stages, int mats) {
-    int64_t off = align_up(0, 8) + 16 * (int64_t)stages;
-    off = align_up(off, 1024) + 2 * (int64_t)tile_m * k_block * stages;
+    int64_t off = rf_round_up(0, 8) + 16 * (int64_t)stages;
+    off = rf_round_up(off, 1024) + 2 * (int64_t)tile_m * k_block * stages;
     for (int m = 0; m < mats; m++)
-        off = align_up(off, 1024) + 2 * (int64_t)k_block * tile_n * stages;
+        off = rf_round_up(off, 1024) + 2 * (int64_t)k_block * tile_n * stages;
     return off + 1024;
 }
 
@@ -209,7 +205,7 @@ static void wgmma_geometry(const rf_chain_t *c, int64_t rows, const rf_target_t 
         }
     }
     if (st->n < 64)
-        tn = (int)align_up(st->n, 16);
+        tn = (int)rf_round_up(st->n, 16);
     int64_t tiles_n = (st->n + tn - 1) / tn;
     if (p->values[st->dst].padded_width > tiles_n * tn)
         return;

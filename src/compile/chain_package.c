@@ -454,11 +454,11 @@ static rf_status_t read_facts(const char *path, rf_chain_plan_t *p) {
     return st;
 }
 
-/* The generator on the chain's spec; a generator that does not know chain_mma (or is
+/* The generator on the chain's spec; a generator that does not know a kernel's mode (or is
  * missing) fails with what is missing, never a crash. */
 static rf_status_t run_generator(const rf_compile_options_t *o) {
     return rf_status_annotate(rf_compile_run_generator(o),
-                              "building the chain_mma kernel of %s/kernel_spec.json (the "
+                              "building the kernels of %s/kernel_spec.json (the "
                               "generator rowfuse.kernels.build with the CuTe DSL)",
                               o->out_dir);
 }

@@ -6,10 +6,6 @@
 
 #include "compile/chain_plan.h"
 
-static int64_t up(int64_t a, int64_t b) {
-    return (a + b - 1) / b * b;
-}
-
 int rf_chain_stage_is_mm(const rf_chain_stage_t *s) {
     return s->op == RF_CHAIN_LINEAR || s->op == RF_CHAIN_GATED;
 }
@@ -75,7 +71,7 @@ static void plan_values(const rf_chain_t *c, rf_chain_plan_t *p) {
     char read[RF_CHAIN_MAX_STAGES + 1] = {0}, rows_read[RF_CHAIN_MAX_STAGES + 1] = {0};
     for (int v = 0; v < c->n_values; v++) {
         rf_chain_value_plan_t *vp = &p->values[v];
-        vp->padded_width = up(c->values[v].width, 16);
+        vp->padded_width = rf_round_up(c->values[v].width, 16);
         vp->first = v - 1; /* value v is produced by stage v - 1; X (-1) before stage 0 */
         if (vp->first < s0 - 1)
             vp->first = s0 - 1;
@@ -94,9 +90,9 @@ static void plan_values(const rf_chain_t *c, rf_chain_plan_t *p) {
             rows_read[st->src] = 1;
         if (rf_chain_stage_is_mm(st)) {
             rf_chain_stage_plan_t *sp = &p->stages[s];
-            sp->k_chunk = (int)(st->k >= 64 ? 64 : up(st->k, 16));
-            sp->n_chunk = (int)(st->n >= 64 ? 64 : up(st->n, 16));
-            sp->k_pad = up(st->k, sp->k_chunk);
+            sp->k_chunk = (int)(st->k >= 64 ? 64 : rf_round_up(st->k, 16));
+            sp->n_chunk = (int)(st->n >= 64 ? 64 : rf_round_up(st->n, 16));
+            sp->k_pad = rf_round_up(st->k, sp->k_chunk);
             if (p->values[st->src].padded_width < sp->k_pad)
                 p->values[st->src].padded_width = sp->k_pad;
         }
@@ -113,15 +109,15 @@ static void plan_values(const rf_chain_t *c, rf_chain_plan_t *p) {
             if (p->stages[st].a_stream && c->stages[st].src == v)
                 slot = 0; /* streamed through the ring */
         vp->slot_bytes =
-            v == last || !slot ? 0 : up((int64_t)p->tile_rows * vp->row_stride * eb, 128);
+            v == last || !slot ? 0 : rf_round_up((int64_t)p->tile_rows * vp->row_stride * eb, 128);
     }
     for (int s = 0; s < c->n_stages; s++) {
         const rf_chain_stage_t *st = &c->stages[s];
         if (!rf_chain_stage_is_mm(st))
             continue;
         rf_chain_stage_plan_t *sp = &p->stages[s];
-        int64_t dst_pad = st->dst == last ? up(st->n, 16) : p->values[st->dst].padded_width;
-        sp->n_pad = up(dst_pad, sp->n_chunk);
+        int64_t dst_pad = st->dst == last ? rf_round_up(st->n, 16) : p->values[st->dst].padded_width;
+        sp->n_pad = rf_round_up(dst_pad, sp->n_chunk);
     }
 }
 
@@ -144,7 +140,7 @@ static int64_t place_values(const rf_chain_t *c, rf_chain_plan_t *p) {
                 if (q->smem_offset < 0 || q->last < vp->first || vp->last < q->first)
                     continue; /* not alive together */
                 if (off < q->smem_offset + q->slot_bytes && q->smem_offset < off + vp->slot_bytes) {
-                    off = up(q->smem_offset + q->slot_bytes, 128);
+                    off = rf_round_up(q->smem_offset + q->slot_bytes, 128);
                     moved = 1;
                 }
             }
@@ -185,7 +181,7 @@ static int64_t place_resident(const rf_chain_t *c, rf_chain_plan_t *p) {
         if (p->stages[s].a_stream)
             return 0;
         p->stages[s].w_smem = off;
-        off = up(off + (st->op == RF_CHAIN_GATED ? 2 : 1) * p->stages[s].k_pad *
+        off = rf_round_up(off + (st->op == RF_CHAIN_GATED ? 2 : 1) * p->stages[s].k_pad *
                            (p->stages[s].n_pad + RF_SMEM_ROW_PAD) * 2,
                  128);
     }
@@ -199,7 +195,7 @@ static void layout(const rf_chain_t *c, const rf_target_t *t, int tile_rows, rf_
     p->warps = tile_rows == 64 ? 8 : 4;
     plan_values(c, p);
     int64_t slots = place_values(c, p);
-    p->weight_smem_offset = up(slots, 128);
+    p->weight_smem_offset = rf_round_up(slots, 128);
     int64_t resident = place_resident(c, p);
     if (resident > 0 && p->weight_smem_offset + resident <= t->smem_per_block) {
         p->ring_bytes = resident;
@@ -261,27 +257,27 @@ static void place_weights(const rf_chain_t *c, rf_chain_plan_t *p) {
         sp->w = sp->wu = sp->b = sp->bu = sp->gamma = sp->beta = -1;
         if (rf_chain_stage_is_mm(st)) {
             sp->w = wh;
-            wh = up(wh + st->k * st->n, 8);
+            wh = rf_round_up(wh + st->k * st->n, 8);
             if (st->op == RF_CHAIN_GATED) {
                 sp->wu = wh;
-                wh = up(wh + st->k * st->n, 8);
+                wh = rf_round_up(wh + st->k * st->n, 8);
             }
             if (st->b) {
                 sp->b = wf;
-                wf = up(wf + st->n, 8);
+                wf = rf_round_up(wf + st->n, 8);
             }
             if (st->op == RF_CHAIN_GATED && st->bu) {
                 sp->bu = wf;
-                wf = up(wf + st->n, 8);
+                wf = rf_round_up(wf + st->n, 8);
             }
         } else if (st->op == RF_CHAIN_NORM) {
             if (st->gamma) {
                 sp->gamma = wf;
-                wf = up(wf + w, 8);
+                wf = rf_round_up(wf + w, 8);
             }
             if (st->beta) {
                 sp->beta = wf;
-                wf = up(wf + w, 8);
+                wf = rf_round_up(wf + w, 8);
             }
         }
     }

@@ -40,6 +40,16 @@
 #include "rowfuse/compile.h"
 #include "rowfuse/plan.h"
 
+/* a rounded up to a multiple of b, and a / b rounded up (a >= 0, b > 0): the planners'
+ * tile, alignment and grid arithmetic */
+static inline int64_t rf_round_up(int64_t a, int64_t b) {
+    return (a + b - 1) / b * b;
+}
+
+static inline int64_t rf_div_up(int64_t a, int64_t b) {
+    return (a + b - 1) / b;
+}
+
 typedef struct rf_chain_value_plan {
     int64_t padded_width, row_stride;
     int64_t smem_offset; /* bytes; -1: not in shared memory (Y) */

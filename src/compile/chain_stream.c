@@ -11,14 +11,6 @@
 #include "base/json.h"
 #include "chain/split.h"
 
-static int64_t up(int64_t a, int64_t b) {
-    return (a + b - 1) / b * b;
-}
-
-static int64_t cdiv(int64_t a, int64_t b) {
-    return (a + b - 1) / b;
-}
-
 /* ---- the shape ---- */
 
 rf_status_t rf_chain_stream_shape(const rf_chain_t *c, rf_chain_stream_shape_t *o) {
@@ -80,7 +72,7 @@ rf_status_t rf_chain_stream_shape(const rf_chain_t *c, rf_chain_stream_shape_t *
 int64_t rf_chain_stream_scratch_bytes(int blocks, int64_t n, int64_t rows, int tile_rows,
                                       int n_chunks2) {
     int64_t partial = (int64_t)blocks * rows * n;
-    int64_t counters = cdiv(rows, tile_rows) * n_chunks2;
+    int64_t counters = rf_div_up(rows, tile_rows) * n_chunks2;
     return 4 * (partial + counters);
 }
 
@@ -98,18 +90,18 @@ static void layout(rf_chain_stream_plan_t *p, int tile_rows, int buffers) {
     int mats = s->gated ? 2 : 1;
     p->tile_rows = tile_rows;
     p->weight_buffers = buffers;
-    p->x_stride = up(s->c, p->k_chunk1) + RF_SMEM_ROW_PAD;
+    p->x_stride = rf_round_up(s->c, p->k_chunk1) + RF_SMEM_ROW_PAD;
     p->x_offset = 0;
     p->h_stride = p->slice + RF_SMEM_ROW_PAD;
-    p->h_offset = up(p->x_offset + tile_rows * p->x_stride * 2, 128);
-    p->stats_offset = up(p->h_offset + tile_rows * p->h_stride * 2, 128);
+    p->h_offset = rf_round_up(p->x_offset + tile_rows * p->x_stride * 2, 128);
+    p->stats_offset = rf_round_up(p->h_offset + tile_rows * p->h_stride * 2, 128);
     /* the arrivals: one mbarrier (8 bytes) per output chunk, then one int32 per chunk (1:
      * this block reduces it) */
-    p->arrive_offset = up(p->stats_offset + tile_rows * 2 * 4, 16);
-    p->weight_smem_offset = up(p->arrive_offset + 12 * (int64_t)p->n_chunks2, 128);
+    p->arrive_offset = rf_round_up(p->stats_offset + tile_rows * 2 * 4, 16);
+    p->weight_smem_offset = rf_round_up(p->arrive_offset + 12 * (int64_t)p->n_chunks2, 128);
     int64_t r1 = (int64_t)mats * p->k_chunk1 * (p->n_chunk1 + RF_SMEM_ROW_PAD) * 2;
     int64_t r2 = (int64_t)p->k_chunk2 * (p->n_chunk2 + RF_SMEM_ROW_PAD) * 2;
-    p->ring_bytes = up(r1 > r2 ? r1 : r2, 128);
+    p->ring_bytes = rf_round_up(r1 > r2 ? r1 : r2, 128);
     p->smem_bytes = p->weight_smem_offset + buffers * p->ring_bytes;
 }
 
@@ -125,9 +117,9 @@ static double stream_cost(const rf_chain_stream_plan_t *p) {
 /* chain_mma at these rows: each row tile's block streams every weight alone (one SM's
  * rate), the tiles together at most at the device's. */
 static double mma_cost(int64_t weight_bytes, int64_t rows, const rf_target_t *t) {
-    int64_t tiles = cdiv(rows, 16);
+    int64_t tiles = rf_div_up(rows, 16);
     double alone = (double)weight_bytes / (RF_STREAM_SM_GBS * 1e3);
-    double waves = (double)cdiv(tiles, t->sm_count);
+    double waves = (double)rf_div_up(tiles, t->sm_count);
     double together = (double)weight_bytes * (double)tiles / (RF_STREAM_HBM_GBS * 1e3);
     return RF_STREAM_MMA_FIXED_US + (alone * waves > together ? alone * waves : together);
 }
@@ -141,9 +133,9 @@ rf_status_t rf_chain_stream_plan_make(const rf_chain_t *c, int64_t rows, const r
     const rf_chain_stream_shape_t *s = &p->shape;
     p->rows = rows;
     p->warps = 4;
-    p->k_chunk1 = (int)(s->c >= 64 ? 64 : up(s->c, 16));
-    p->n_chunk2 = (int)(s->n >= 64 ? 64 : up(s->n, 16));
-    p->n_chunks2 = (int)cdiv(s->n, p->n_chunk2);
+    p->k_chunk1 = (int)(s->c >= 64 ? 64 : rf_round_up(s->c, 16));
+    p->n_chunk2 = (int)(s->n >= 64 ? 64 : rf_round_up(s->n, 16));
+    p->n_chunks2 = (int)rf_div_up(s->n, p->n_chunk2);
     p->weight_bytes = 2 * ((s->gated ? 2 : 1) * s->c * s->h + s->h * s->n);
     /* The slice: the fewest waves of blocks times the slice (a block's work), a larger
      * slice on a tie (fewer partials). */
@@ -151,12 +143,12 @@ rf_status_t rf_chain_stream_plan_make(const rf_chain_t *c, int64_t rows, const r
     int64_t best = 0, best_score = 0;
     for (size_t i = 0; i < sizeof slices / sizeof slices[0]; i++) {
         int64_t sl = slices[i];
-        if (sl > up(s->h, 16))
+        if (sl > rf_round_up(s->h, 16))
             break;
-        int64_t blocks = cdiv(s->h, sl);
+        int64_t blocks = rf_div_up(s->h, sl);
         if (blocks > 65535)
             continue;
-        int64_t score = cdiv(blocks, t->sm_count) * sl;
+        int64_t score = rf_div_up(blocks, t->sm_count) * sl;
         if (!best || score <= best_score) {
             best = sl;
             best_score = score;
@@ -166,7 +158,7 @@ rf_status_t rf_chain_stream_plan_make(const rf_chain_t *c, int64_t rows, const r
         return RF_ERR(RF_CODE_UNSUPPORTED, "hidden width %lld: no slice of 16..256 columns",
                       (long long)s->h);
     p->slice = best;
-    p->blocks = (int)cdiv(s->h, best);
+    p->blocks = (int)rf_div_up(s->h, best);
     p->n_chunk1 = (int)(best <= 64 ? best : 64);
     p->k_chunk2 = (int)(best <= 64 ? best : 64);
     RF_RETURN_IF_ERROR(rf_chain_split_covered(s->h, p->slice, p->blocks),
@@ -175,7 +167,7 @@ rf_status_t rf_chain_stream_plan_make(const rf_chain_t *c, int64_t rows, const r
      * ring that fits; a smaller tile when none does. */
     static const int tiles[] = {16, 32, 64};
     /* the block's weight tiles (W1's, then W2's): a ring deeper than that is never filled */
-    int64_t wtiles = (p->slice / p->n_chunk1) * (up(s->c, p->k_chunk1) / p->k_chunk1) +
+    int64_t wtiles = (p->slice / p->n_chunk1) * (rf_round_up(s->c, p->k_chunk1) / p->k_chunk1) +
                      (p->slice / p->k_chunk2) * p->n_chunks2;
     int max_buffers = wtiles + 1 < RF_STREAM_MAX_BUFFERS ? (int)wtiles + 1 : RF_STREAM_MAX_BUFFERS;
     int first = 0;
@@ -192,7 +184,7 @@ rf_status_t rf_chain_stream_plan_make(const rf_chain_t *c, int64_t rows, const r
                   "16 rows, the hidden slice and two weight buffers; the %s gives a block %d",
                   (long long)p->smem_bytes, (long long)s->c, t->name, t->smem_per_block);
 fits:
-    p->row_tiles = (int)cdiv(rows, p->tile_rows);
+    p->row_tiles = (int)rf_div_up(rows, p->tile_rows);
     if (blocks_per_sm(p, t) < 1)
         return RF_ERR(RF_CODE_UNSUPPORTED, "the streaming kernel leaves no block resident");
     p->cost_us = stream_cost(p);

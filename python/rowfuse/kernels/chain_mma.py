@@ -111,6 +111,26 @@ EPILOGUE_OPS = ("act", "add", "mul")
 UNROLL_K = 4
 
 
+def wh_extent(stages) -> int:
+    """fp16 elements of `wh` that `stages` read (the largest offset + K * N; at least 8)."""
+    ends = [off + s.k * s.n for s in stages for off in (s.w, s.wg, s.wu) if off >= 0]
+    return max(ends + [8])
+
+
+def wf_extent(stages, norm_width) -> int:
+    """fp32 elements of `wf` that `stages` read (the largest offset + its length; at least
+    4): biases of N, a norm's gain and shift of norm_width(stage)."""
+    ends = [off + s.n for s in stages for off in (s.b, s.bg, s.bu) if off >= 0]
+    ends += [
+        off + norm_width(s)
+        for s in stages
+        if s.op == "norm"
+        for off in (s.gamma, s.beta)
+        if off >= 0
+    ]
+    return max(ends + [4])
+
+
 @dataclass(frozen=True)
 class Value:
     """One value of the chain as the planner laid it out in shared memory."""
@@ -314,26 +334,10 @@ class ChainPlan:
         )
 
     def wh_extent(self) -> int:
-        """fp16 elements of `wh` the kernel reads (the largest offset + K * N)."""
-        ends = [0]
-        for s in self.stages:
-            for off in (s.w, s.wg, s.wu):
-                if off >= 0:
-                    ends.append(off + s.k * s.n)
-        return max(max(ends), 8)
+        return wh_extent(self.stages)
 
     def wf_extent(self) -> int:
-        """fp32 elements of `wf` the kernel reads (the largest offset + its length)."""
-        ends = [0]
-        for s in self.stages:
-            for off in (s.b, s.bg, s.bu):
-                if off >= 0:
-                    ends.append(off + s.n)
-            width = self.values[s.src].width if s.op == "norm" else 0
-            for off in (s.gamma, s.beta):
-                if s.op == "norm" and off >= 0:
-                    ends.append(off + width)
-        return max(max(ends), 4)
+        return wf_extent(self.stages, lambda s: self.values[s.src].width)
 
     @classmethod
     def from_spec(cls, k: dict, smem_pad: int) -> ChainPlan:

@@ -56,7 +56,14 @@ import cutlass
 import cutlass.cute as cute
 from cutlass._mlir.dialects import llvm
 
-from rowfuse.kernels.chain_mma import _act, _int, _stage_from_spec, row_norm_stats
+from rowfuse.kernels.chain_mma import (
+    _act,
+    _int,
+    _stage_from_spec,
+    row_norm_stats,
+    wf_extent,
+    wh_extent,
+)
 from rowfuse.kernels.rowfuse_hopper import WATCHDOG_NS
 from rowfuse.kernels.rowfuse_kernels import (
     SpecError,
@@ -155,24 +162,11 @@ class StreamPlan:
         return self.n_chunks2 * (self.slice // self.k_chunk2)
 
     def wh_extent(self) -> int:
-        ends = [8]
-        for s in (self.first, self.second):
-            for off in (s.w, s.wg, s.wu):
-                if off >= 0:
-                    ends.append(off + s.k * s.n)
-        return max(ends)
+        return wh_extent((self.first, self.second))
 
     def wf_extent(self) -> int:
-        ends = [4]
-        for s in (self.first, self.second):
-            for off in (s.b, s.bg, s.bu):
-                if off >= 0:
-                    ends.append(off + s.n)
-        if self.norm is not None:
-            for off in (self.norm.gamma, self.norm.beta):
-                if off >= 0:
-                    ends.append(off + self.in_width)
-        return max(ends)
+        stages = (self.first, self.second) + ((self.norm,) if self.norm is not None else ())
+        return wf_extent(stages, lambda _: self.in_width)
 
     @classmethod
     def from_spec(cls, k: dict, smem_pad: int) -> StreamPlan:

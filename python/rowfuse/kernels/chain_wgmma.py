@@ -44,7 +44,15 @@ from cutlass.cute.nvgpu import cpasync, warpgroup
 from cutlass.utils import LayoutEnum
 
 from rowfuse.kernels import rowfuse_hopper as rh
-from rowfuse.kernels.chain_mma import Stage, Value, _act, _int, _stage_from_spec
+from rowfuse.kernels.chain_mma import (
+    Stage,
+    Value,
+    _act,
+    _int,
+    _stage_from_spec,
+    wf_extent,
+    wh_extent,
+)
 from rowfuse.kernels.rowfuse_kernels import SpecError, fake_tensor
 
 MODE = "chain_wgmma"
@@ -89,14 +97,10 @@ class GemmPlan:
         return True
 
     def wh_extent(self) -> int:
-        s = self.stage
-        offs = (s.w,) if s.op == "linear" else (s.wg, s.wu)
-        return max(o + s.k * s.n for o in offs)
+        return wh_extent((self.stage,))
 
     def wf_extent(self) -> int:
-        s = self.stage
-        ends = [b + s.n for b in (s.b, s.bg, s.bu) if b >= 0]
-        return max(ends + [1])
+        return wf_extent((self.stage,), lambda _: 0)
 
     def smem_count(self) -> int:
         """Bytes of dynamic shared memory the kernel allocates, counted as
