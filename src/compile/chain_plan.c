@@ -116,7 +116,8 @@ static void plan_values(const rf_chain_t *c, rf_chain_plan_t *p) {
         if (!rf_chain_stage_is_mm(st))
             continue;
         rf_chain_stage_plan_t *sp = &p->stages[s];
-        int64_t dst_pad = st->dst == last ? rf_round_up(st->n, 16) : p->values[st->dst].padded_width;
+        int64_t dst_pad =
+            st->dst == last ? rf_round_up(st->n, 16) : p->values[st->dst].padded_width;
         sp->n_pad = rf_round_up(dst_pad, sp->n_chunk);
     }
 }
@@ -182,8 +183,8 @@ static int64_t place_resident(const rf_chain_t *c, rf_chain_plan_t *p) {
             return 0;
         p->stages[s].w_smem = off;
         off = rf_round_up(off + (st->op == RF_CHAIN_GATED ? 2 : 1) * p->stages[s].k_pad *
-                           (p->stages[s].n_pad + RF_SMEM_ROW_PAD) * 2,
-                 128);
+                                    (p->stages[s].n_pad + RF_SMEM_ROW_PAD) * 2,
+                          128);
     }
     return off <= RF_CHAIN_RESIDENT_MAX ? off : 0;
 }

@@ -70,7 +70,7 @@ typedef struct rf_chain_stream_plan {
     rf_chain_stream_shape_t shape;
     int64_t rows;
     int tile_rows, row_tiles;
-    int warps; /* the MMA warps; the block has one more, the arrival warp */
+    int warps;     /* the MMA warps; the block has one more, the arrival warp */
     int blocks;    /* the grid: one block per hidden slice */
     int64_t slice; /* hidden columns per block */
     int k_chunk1, n_chunk1, k_chunk2, n_chunk2, n_chunks2;
