@@ -9,7 +9,8 @@ counter of the cross-block reduction, the arrival warp's mbarrier wait, no local
 and links into a library exporting the chain entry. The planted faults change exactly that
 code: stream-no-fence drops the fences and relaxes the counter, stream-early-reduce
 compares the counter's old value with 0 instead of blocks - 1, stream-no-arrive-wait drops
-the arrival warp's wait for the partial stores. Needs the rowfuse binary (RF_BIN), torch + onnx and the CuTe DSL.
+the arrival warp's wait for the partial stores. Needs the rowfuse binary (RF_BIN), torch +
+onnx and the CuTe DSL.
 """
 
 from __future__ import annotations

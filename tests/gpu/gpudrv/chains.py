@@ -16,8 +16,8 @@ every package at its rows from CHAINS_CHECK_MIN_ROWS up to CHAINS_CHECK_MAX_ROWS
 (FAULT_PACKAGES: each conventional schedule with its scratch stores planted away, the
 streaming kernel with each of its reduction faults; each check must fail), then
 compute-sanitizer's memcheck and racecheck on the streaming kernel and five conventional
-packages (CHAINS_SAN); the weight-streaming packages through `rowfuse bench --c` with warm and cold L2 (stream.json);
-then `python -m rowfuse.bench.chains`, in one process, under CHAINS_TIMEOUT seconds
+packages (CHAINS_SAN); the weight-streaming packages through `rowfuse bench --c` with
+warm and cold L2 (stream.json); then `python -m rowfuse.bench.chains`, in one process, under CHAINS_TIMEOUT seconds
 (default 540; it starts no new cell in its last 90 s and keeps what it finished).
 
 Environment: CHAINS_KINDS and CHAINS_ROWS narrow the set (comma-separated; here, what is
