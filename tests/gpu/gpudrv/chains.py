@@ -17,8 +17,9 @@ every package at its rows from CHAINS_CHECK_MIN_ROWS up to CHAINS_CHECK_MAX_ROWS
 streaming kernel with each of its reduction faults; each check must fail), then
 compute-sanitizer's memcheck and racecheck on the streaming kernel and five conventional
 packages (CHAINS_SAN); the weight-streaming packages through `rowfuse bench --c` with
-warm and cold L2 (stream.json); then `python -m rowfuse.bench.chains`, in one process, under CHAINS_TIMEOUT seconds
-(default 540; it starts no new cell in its last 90 s and keeps what it finished).
+warm and cold L2 (stream.json); then `python -m rowfuse.bench.chains`, in one process,
+under CHAINS_TIMEOUT seconds (default 540; it starts no new cell in its last 90 s and keeps
+what it finished).
 
 Environment: CHAINS_KINDS and CHAINS_ROWS narrow the set (comma-separated; here, what is
 prepared; there, which of the prepared cells the suite times), or CHAINS_CELLS=KIND:ROWS,...
