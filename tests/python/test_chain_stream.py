@@ -15,6 +15,7 @@ onnx and the CuTe DSL.
 
 from __future__ import annotations
 
+import dataclasses
 import gzip
 import json
 import re
@@ -87,6 +88,25 @@ def test_auto_picks_the_stream_for_few_rows(swiglu):
         ["nm", "-D", str(tmp / "auto" / "librowfuse_pkg.so")], capture_output=True, text=True
     ).stdout
     assert "rf_pkg_launch_chain" in syms
+
+
+def test_reduction_through_the_ring(swiglu):
+    """The reducer copies each group of blocks' partials into one half of the idle weight
+    ring: two groups fit, every block is in one, and the kernel asks for one resident block
+    per SM (so ptxas does not spill to fit more)."""
+    from rowfuse.kernels.chain_stream import StreamPlan  # noqa: PLC0415
+
+    tmp, model = swiglu
+    _, _, k, facts, ptx = _compile(model, tmp / "reduce")
+    spec = json.loads((tmp / "reduce" / "kernel_spec.json").read_text())["kernels"][0]
+    p = StreamPlan.from_spec(spec, 8)
+    group = p.tile_rows * p.n_chunk2 * 4
+    assert 0 < p.reduce_group <= p.blocks
+    assert 2 * p.reduce_group * group <= p.weight_buffers * p.ring_bytes
+    assert ".minnctapersm 1" in ptx and facts.get("sass_local", 0) == 0
+    # a ring too small for two groups keeps the register path
+    small = dataclasses.replace(p, weight_buffers=1, ring_bytes=group)
+    assert small.reduce_group == 0
 
 
 def test_schedule_chain_keeps_chain_mma(swiglu):

@@ -27,7 +27,10 @@ Chain: [norm] -> first (linear with activations, or gated) -> hidden h (fp16) ->
   5. After the row tile (one block barrier) the MMA threads reduce every chunk marked for
      this block: a fence (acquire), the chunk's partials over blocks 0, 1, ..., blocks - 1
      in that order, b2, the epilogue (act, + X), Y; the counter reset to 0 for the next
-     launch.
+     launch. The partials reach the reducer by cp.async through the idle weight ring, a
+     group of blocks into each half in turn (the next group in flight while one is summed),
+     so the reduction is bound by the SM's L2 bandwidth rather than by how many loads its
+     registers can hold (the register path remains for a ring too small for two groups).
 The ring is one cp.async group per tile: tile t waits for all but the newest
 weight_buffers - 2 groups, one barrier of the MMA warps, then tile t + weight_buffers - 1 is
 issued into the buffer tile t - 1 used (every MMA warp has passed the barrier after reading
@@ -64,8 +67,8 @@ from rowfuse.kernels.chain_mma import (
     wf_extent,
     wh_extent,
 )
-from rowfuse.kernels.rowfuse_hopper import WATCHDOG_NS
 from rowfuse.kernels.rowfuse_kernels import (
+    WATCHDOG_NS,
     SpecError,
     TileOps,
     _vec_elems,
@@ -74,10 +77,13 @@ from rowfuse.kernels.rowfuse_kernels import (
 )
 
 MODE = "chain_stream"
-# The ordered reduction keeps up to REDUCE_BATCH blocks' partial loads in flight, within
+# The ordered reduction, when the weight ring cannot hold two groups of partials (see
+# StreamPlan.reduce_group): up to REDUCE_BATCH blocks' partial loads in flight, within
 # REDUCE_REGS registers a thread
 REDUCE_BATCH = 8
 REDUCE_REGS = 64
+# Blocks a reduction group holds at most (its copies and adds are unrolled)
+REDUCE_GROUP_MAX = 32
 FAULTS = ("", "stream_no_fence", "stream_early_reduce", "stream_no_arrive_wait")
 # The MMA warps' barrier (named; 0 is the whole block's)
 MMA_BARRIER = 1
@@ -131,6 +137,18 @@ class StreamPlan:
     @property
     def mma_threads(self) -> int:
         return 32 * self.warps
+
+    @property
+    def reduce_group(self) -> int:
+        """Blocks' partials of one chunk ([tile_rows, n_chunk2] fp32 each) that half of the
+        weight ring holds: the reducer copies one group into each half in turn (cp.async,
+        the next group in flight while the last is summed); 0 when a half holds none (the
+        reduction then loads the partials into registers)."""
+        return min(
+            self.blocks,
+            REDUCE_GROUP_MAX,
+            self.weight_buffers * self.ring_bytes // (2 * self.tile_rows * self.n_chunk2 * 4),
+        )
 
     @property
     def gated(self) -> bool:
@@ -323,8 +341,14 @@ class StreamKernel(TileOps):
         grid: cutlass.Int32,
         stream: cuda.CUstream,
     ):
+        # the plan needs one resident block per SM (its grid is about the SM count): ptxas
+        # may take registers up to that rather than spill for more blocks
         self.kernel(mX, mWh, mWf, mY, mS, rows).launch(
-            grid=(grid, 1, 1), block=(self.p.threads, 1, 1), smem=self.p.smem_bytes, stream=stream
+            grid=(grid, 1, 1),
+            block=(self.p.threads, 1, 1),
+            smem=self.p.smem_bytes,
+            stream=stream,
+            min_blocks_per_mp=1,
         )
 
     # ------------------------------------------------------------------ geometry helpers
@@ -682,10 +706,96 @@ class StreamKernel(TileOps):
         if cutlass.const_expr(fenced):
             cute.arch.fence_acq_rel_gpu()  # acquire: every block's partial of chunk j
         f32 = cutlass.Float32
-        # every thread sums `per` elements of the chunk at once (their loads of one block's
-        # partials in flight together), over the blocks in order 0, 1, ..., B - 1
         per = self.tm * nc // p.mma_threads
         acc = cute.make_rmem_tensor(cute.make_layout(per), f32)
+        if cutlass.const_expr(p.reduce_group > 0):
+            self.sum_staged(ctx, acc, j, rows, row0, nrows)
+        else:
+            self.sum_loaded(ctx, acc, j, rows, row0, nrows)
+        for e in cutlass.range_constexpr(per):
+            idx = tid + e * p.mma_threads
+            r = idx // nc
+            col = j * nc + idx - r * nc
+            if r < nrows and col < N:
+                row = row0 + r
+                v = acc[e]
+                if cutlass.const_expr(s2.b >= 0):
+                    v = v + mWf[s2.b + col]
+                for op, arg in s2.epilogue:
+                    if cutlass.const_expr(op == "act"):
+                        v = _act(arg, v)
+                    else:
+                        v = v + mX[row, col].to(f32)
+                mY[row, col] = v
+        if tid == 0:
+            ptr = cute.recast_ptr(mS.iterator + counter, dtype=cutlass.Int32)
+            cute.arch.atomic_exch(ptr, cutlass.Int32(0), sem="relaxed", scope="gpu")
+
+    @cute.jit
+    def sum_staged(self, ctx, acc, j, rows, row0, nrows):
+        """Chunk j's partials summed in block order through shared memory: groups of
+        `reduce_group` blocks copied by cp.async into the two halves of the (idle) weight
+        ring in turn, group g + 1 in flight while group g is summed; rows past nrows and
+        columns past N are zero-filled. Into acc: this thread's `per` sums (element
+        tid + e * mma_threads of the [tile_rows, n_chunk2] chunk)."""
+        mX, mWf, mY, mS, gW1, gW2, ring1, ring2, sX, sH, sLast, mbar, base, h0, bid, tid = ctx
+        p, tm = self.p, self.tm
+        N, nc, B, G = p.out_width, p.n_chunk2, p.blocks, p.reduce_group
+        f32 = cutlass.Float32
+        per = tm * nc // p.mma_threads
+        ngroups = (B + G - 1) // G
+        # [tm, nc, slot, half] fp32 over the ring
+        stg = cute.make_tensor(
+            cute.recast_ptr(base + p.weight_smem_offset, dtype=f32),
+            cute.make_layout((tm, nc, G, 2), stride=(nc, 1, tm * nc, G * tm * nc)),
+        )
+        vec = _vec_elems(N, 4)
+        for e in cutlass.range_constexpr(per):
+            acc[e] = f32(-0.0)  # -0 + x is x for every x: the first add is block 0 itself
+        self.stage_group(mS, stg, 0, 0, j, rows, row0, nrows, vec, tid)
+        cute.arch.cp_async_commit_group()
+        for g in cutlass.range(ngroups, unroll=1):
+            if g + 1 < ngroups:
+                self.stage_group(mS, stg, g + 1, (g + 1) % 2, j, rows, row0, nrows, vec, tid)
+            cute.arch.cp_async_commit_group()  # (empty after the last group)
+            cute.arch.cp_async_wait_group(1)  # group g landed
+            self.mma_barrier()
+            half = g % 2
+            for slot in cutlass.range_constexpr(G):
+                if g * G + slot < B:
+                    for e in cutlass.range_constexpr(per):
+                        idx = tid + e * p.mma_threads
+                        r = idx // nc
+                        acc[e] = acc[e] + stg[r, idx - r * nc, slot, half]
+            self.mma_barrier()  # half g % 2 read before group g + 2 refills it
+
+    @cute.jit
+    def stage_group(self, mS, stg, g, half, j, rows, row0, nrows, vec: cutlass.Constexpr, tid):
+        """cp.async of blocks g * reduce_group, ...'s partials of chunk j into `half`."""
+        p = self.p
+        N, nc, B, G = p.out_width, p.n_chunk2, p.blocks, p.reduce_group
+        for slot in cutlass.range_constexpr(G):
+            b = g * G + slot
+            if b < B:
+                off = b * rows * N  # a multiple of vec: N is (_vec_elems)
+                if cutlass.const_expr(vec > 1):
+                    off = cute.assume(off, divby=vec)
+                gp = cute.make_tensor(mS.iterator + off, cute.make_layout((rows, N), stride=(N, 1)))
+                self.stage(
+                    gp, stg[None, None, slot, half], row0, nrows, j * nc, N - j * nc,
+                    self.tm, nc, vec, tid,
+                )  # fmt: skip
+
+    @cute.jit
+    def sum_loaded(self, ctx, acc, j, rows, row0, nrows):
+        """Chunk j's partials summed in block order from registers (the ring cannot hold
+        two groups): REDUCE_BATCH blocks' loads in flight before their adds (the order of
+        the adds, and so the result, is that of one block at a time)."""
+        mX, mWf, mY, mS, gW1, gW2, ring1, ring2, sX, sH, sLast, mbar, base, h0, bid, tid = ctx
+        p = self.p
+        N, nc, B = p.out_width, p.n_chunk2, p.blocks
+        f32 = cutlass.Float32
+        per = self.tm * nc // p.mma_threads
         at = cute.make_rmem_tensor(cute.make_layout(per), cutlass.Int32)
         for e in cutlass.range_constexpr(per):
             idx = tid + e * p.mma_threads
@@ -714,24 +824,6 @@ class StreamKernel(TileOps):
                 for e in cutlass.range_constexpr(per):
                     if at[e] >= 0 and b0 + u < B:
                         acc[e] = acc[e] + vals[u * per + e]
-        for e in cutlass.range_constexpr(per):
-            idx = tid + e * p.mma_threads
-            r = idx // nc
-            col = j * nc + idx - r * nc
-            if r < nrows and col < N:
-                row = row0 + r
-                v = acc[e]
-                if cutlass.const_expr(s2.b >= 0):
-                    v = v + mWf[s2.b + col]
-                for op, arg in s2.epilogue:
-                    if cutlass.const_expr(op == "act"):
-                        v = _act(arg, v)
-                    else:
-                        v = v + mX[row, col].to(f32)
-                mY[row, col] = v
-        if tid == 0:
-            ptr = cute.recast_ptr(mS.iterator + counter, dtype=cutlass.Int32)
-            cute.arch.atomic_exch(ptr, cutlass.Int32(0), sem="relaxed", scope="gpu")
 
 
 def compile_args(plan: StreamPlan):

@@ -62,7 +62,7 @@ from cutlass._mlir.dialects import llvm
 from cutlass.cute.nvgpu import cpasync, warpgroup
 from cutlass.utils import LayoutEnum
 
-from rowfuse.kernels.rowfuse_kernels import check_spin
+from rowfuse.kernels.rowfuse_kernels import WATCHDOG_NS, check_spin
 
 WG_THREADS = 128
 WG_ROWS = 64  # rows of one wgmma (m64nNk16) per consumer warpgroup
@@ -87,9 +87,6 @@ CONSUMER_REGS = 232
 # the consumers' bias staging when a producer warpgroup does not take part (0 is
 # __syncthreads)
 BIAS_BARRIER = 3
-# An mbarrier wait longer than this traps (the launch fails with an error) instead of
-# hanging the GPU: a wrong TMA byte count or a lost arrive would otherwise never return.
-WATCHDOG_NS = 20_000_000_000
 
 
 class SpecError(ValueError):

@@ -51,6 +51,11 @@ def _vec_elems(cols: int, elem_bytes: int) -> int:
     return 0
 
 
+# An mbarrier wait longer than this traps (the launch fails with an error) instead of
+# hanging the GPU: a wrong TMA byte count or a lost arrive would otherwise never return.
+WATCHDOG_NS = 20_000_000_000
+
+
 class SpecError(ValueError):
     """A kernel specification that is incomplete or inconsistent."""
 
