@@ -235,6 +235,7 @@ def compile_one(name: str, args: list, stamp: str, weights: bool = True) -> dict
     the arguments and the sources), unless it is there already. Returns {name, args,
     status: ok | unsupported | FAILED, detail, seconds, cache: KEY}; 'unsupported' is the
     compiler saying that no schedule fits the shape (with its message)."""
+    cache_for(stamp)
     key = hashlib.sha1(json.dumps([stamp, [str(a) for a in args]]).encode()).hexdigest()[:16]
     cache = CACHE / key
     rec = {
@@ -266,10 +267,21 @@ def compile_one(name: str, args: list, stamp: str, weights: bool = True) -> dict
     return rec
 
 
+def cache_for(stamp: str) -> None:
+    """The package cache holds the packages of one stamp: another stamp's are dropped
+    (each package keeps its weights, so a few prepares from other sources would fill the
+    disk)."""
+    mark = CACHE / "STAMP"
+    if read_text(mark).strip() != stamp:
+        shutil.rmtree(CACHE, ignore_errors=True)
+        CACHE.mkdir(parents=True)
+        mark.write_text(stamp + "\n")
+
+
 def compile_many(specs, jobs: int, stamp: str) -> dict:
     """specs: [(name, args)] or [(name, args, weights)]; compiled `jobs` at a time into
-    the cache, each copied (slim) to build-gpu/pkgs/NAME (without weights.bin where the
-    spec says so). Returns {name: record}."""
+    the cache (cache_for), each copied (slim) to build-gpu/pkgs/NAME (without weights.bin
+    where the spec says so). Returns {name: record}."""
 
     def one(spec):
         name, args = spec[0], spec[1]
