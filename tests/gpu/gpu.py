@@ -60,6 +60,7 @@ def prepare(subs: list[str]) -> int:
         rev = common.revision()
         (common.CARRY / "REVISION").write_text(rev + "\n")
         stamp = common.source_stamp()
+        common.cache_for(stamp)
         common.say(f"== revision {rev}, package sources {stamp}")
         for s in subs:
             manifest = SUBS[s].prepare(jobs, stamp)

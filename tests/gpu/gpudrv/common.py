@@ -235,7 +235,6 @@ def compile_one(name: str, args: list, stamp: str, weights: bool = True) -> dict
     the arguments and the sources), unless it is there already. Returns {name, args,
     status: ok | unsupported | FAILED, detail, seconds, cache: KEY}; 'unsupported' is the
     compiler saying that no schedule fits the shape (with its message)."""
-    cache_for(stamp)
     key = hashlib.sha1(json.dumps([stamp, [str(a) for a in args]]).encode()).hexdigest()[:16]
     cache = CACHE / key
     rec = {
@@ -270,7 +269,7 @@ def compile_one(name: str, args: list, stamp: str, weights: bool = True) -> dict
 def cache_for(stamp: str) -> None:
     """The package cache holds the packages of one stamp: another stamp's are dropped
     (each package keeps its weights, so a few prepares from other sources would fill the
-    disk)."""
+    disk). Called once by `prepare`, before any compile."""
     mark = CACHE / "STAMP"
     if read_text(mark).strip() != stamp:
         shutil.rmtree(CACHE, ignore_errors=True)
