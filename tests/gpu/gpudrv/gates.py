@@ -44,6 +44,7 @@ SEED = int(os.environ.get("GATES_SEED", "2026"))
 PER_CLASS = int(os.environ.get("GATES_PER_CLASS", "1"))
 CHECK_SEED = 20261204
 SAN_TIMEOUT = int(os.environ.get("SAN_TIMEOUT", "360"))
+SANITIZE = os.environ.get("GATES_SAN", "1") != "0"
 TOOLS = ("memcheck", "racecheck", "synccheck", "initcheck")
 SAN_SHAPES = [(49, 48, 96), (64, 64, 128), (100, 40, 72)]
 # persistent-wgmma's block pairs and blocked ring, at row counts that walk several tiles
@@ -188,7 +189,7 @@ def run(r: c.Run) -> None:
     # 1. the sanitizer: every tool on every schedule of every sanitizer package
     san_pkgs = [(summarize.shape_name(s), s[0]) for s in SAN_SHAPES]
     san_pkgs += [(n, rows) for n, rows in SAN_WGMMA.items()]
-    if os.environ.get("GATES_SAN", "1") == "0":
+    if not SANITIZE:
         c.say("== gates: GATES_SAN=0, no sanitizer runs")
         san_pkgs = []
     for pkg, rows in san_pkgs:
@@ -523,7 +524,7 @@ def _judge(r, m, results, step_fail, untouched, d):
         )
     if not c.find_tool("compute-sanitizer"):
         r.step("gates", "compute-sanitizer", False, 0, "not found on this machine")
-    if os.environ.get("GATES_SAN", "1") == "0":  # a FAILED step: nothing was sanitized
+    if not SANITIZE:  # a FAILED step: nothing was sanitized
         r.step("gates", "compute-sanitizer", False, 0, "not run (GATES_SAN=0)")
     else:
         verdict(
