@@ -464,13 +464,16 @@ static rf_status_t run_generator(const rf_compile_options_t *o) {
 }
 
 /* The options of the checks' tests a chain package takes: the chain_stream kernel's planted
- * faults; the other faults and the checking build (--check-delay) are the residual MLP's
- * kernels', refused here rather than ignored. */
+ * faults and checking build (--check-delay with --schedule chain-stream); the other faults
+ * and the other kernels' checking builds are refused here rather than ignored. */
 static rf_status_t chain_test_options(const rf_compile_options_t *o) {
-    if (o->check_delay > 0)
+    if (o->check_delay > 0 && (!o->schedule || strcmp(o->schedule, "chain-stream") != 0))
         return RF_ERR(RF_CODE_UNSUPPORTED,
-                      "--check-delay: the checking build exists for the residual MLP's "
-                      "schedules; the chain kernels have none yet");
+                      "--check-delay: a chain's checking build is the weight-streaming "
+                      "kernel's (its odd blocks delay their partial stores); compile it with "
+                      "--schedule chain-stream. The residual MLP's schedules have their own "
+                      "(rowfuse compile --mlp); chain_mma and the conventional kernels have "
+                      "none");
     if (!o->fault)
         return RF_OK;
     const char *name, *what, *schedules;

@@ -247,6 +247,7 @@ rf_status_t rf_chain_stream_choose(const rf_chain_t *c, const rf_compile_options
     *out_chosen = 1;
     if (spelling)
         snprintf(s->fault, sizeof s->fault, "%s", spelling);
+    s->check_delay = o->check_delay;
     snprintf(p->name, sizeof p->name, "stream_%s", p->hash);
     p->tile_rows = s->tile_rows;
     p->warps = s->warps + 1; /* the block's warps: the MMA warps and the arrival warp */
@@ -299,6 +300,8 @@ static void write_entry(rf_json_writer_t *w, const rf_chain_plan_t *p,
     rf_chain_json_stages(w, p);
     if (s->fault[0])
         rf_json_key_string(w, "fault", s->fault);
+    if (s->check_delay > 0)
+        rf_json_key_int(w, "check_delay", s->check_delay);
     if (with_facts) {
         rf_json_key_int(w, "grid", s->blocks);
         rf_json_key_int(w, "scratch_partial_per_row", (int64_t)s->blocks * s->shape.n);

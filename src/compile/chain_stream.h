@@ -79,7 +79,10 @@ typedef struct rf_chain_stream_plan {
     int64_t weight_smem_offset, ring_bytes, smem_bytes;
     int64_t weight_bytes; /* W1 (Wg + Wu) and W2 in fp16 */
     double cost_us, mma_cost_us;
-    char fault[32]; /* the generator's spelling of a planted fault, "" = none */
+    char fault[32];  /* the generator's spelling of a planted fault, "" = none */
+    int check_delay; /* a checking build (0 = none): cycles the odd blocks' MMA threads spin
+                      * before each partial store, so a reducer that does not wait for
+                      * every block reads the check's poison; checked, never timed */
 } rf_chain_stream_plan_t;
 
 /* Whether chain c has the FFN shape above (RF_OK, *out filled) or why not (UNSUPPORTED
@@ -105,7 +108,8 @@ int64_t rf_chain_stream_scratch_bytes(int blocks, int64_t n, int64_t rows, int t
  * not depend on shared memory) and its name, warps, tile rows, shared memory and reason
  * become the stream kernel's, so the generator's facts and the grid rule read them. A
  * planted stream fault (options->fault "stream-no-fence", "stream-early-reduce" or
- * "stream-no-arrive-wait") forces the stream plan and is refused with --schedule chain. */
+ * "stream-no-arrive-wait") forces the stream plan and is refused with --schedule chain;
+ * options->check_delay (a checking build) needs --schedule chain-stream. */
 rf_status_t rf_chain_stream_choose(const rf_chain_t *c, const rf_compile_options_t *o, int64_t rows,
                                    const rf_target_t *t, rf_status_t mma, rf_chain_plan_t *p,
                                    rf_chain_stream_plan_t *out, int *out_chosen);

@@ -374,24 +374,65 @@ static rf_status_t rf_bench_flush_alloc(rf_bench_options_t *timing) {
 static rf_status_t rf_bench_c_run_chain(rf_allocator_t a, const rf_bench_c_options_t *o,
                                         FILE *json_out);
 
+/* The parsed JSON file at `path` (at most 16 MiB), NULL when it cannot be read or parsed;
+ * the caller deletes it. */
+static cJSON *rf_bench_read_json(const char *path) {
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return NULL;
+    char *text = NULL;
+    long n = fseek(f, 0, SEEK_END) == 0 ? ftell(f) : -1;
+    if (n > 0 && n < (16l << 20) && fseek(f, 0, SEEK_SET) == 0 && (text = malloc((size_t)n + 1)))
+        text[fread(text, 1, (size_t)n, f)] = '\0';
+    fclose(f);
+    cJSON *root = text ? cJSON_Parse(text) : NULL;
+    free(text);
+    return root;
+}
+
+static rf_status_t rf_bench_check_build_error(const char *dir, const char *kernel, int delay) {
+    return RF_ERR(RF_CODE_INVALID_ARGUMENT,
+                  "%s: kernel %s is a checking build (compiled with --check-delay %d: its "
+                  "copies or stores wait on spins); check it with `rowfuse check`, time a "
+                  "package compiled without --check-delay",
+                  dir, kernel, delay);
+}
+
+/* A chain package's checking build: a kernel entry of plan.json with "check_delay" > 0
+ * (an unreadable plan is left to rf_chain_pkg_load, which says what is wrong with it). */
+static rf_status_t rf_bench_refuse_chain_check_build(const char *dir, const char *path) {
+    cJSON *root = rf_bench_read_json(path);
+    const cJSON *k;
+    rf_status_t st = RF_OK;
+    cJSON_ArrayForEach(k, cJSON_GetObjectItemCaseSensitive(root, "kernels")) {
+        const cJSON *d = cJSON_GetObjectItemCaseSensitive(k, "check_delay");
+        const cJSON *name = cJSON_GetObjectItemCaseSensitive(k, "name");
+        if (cJSON_IsNumber(d) && d->valuedouble > 0) {
+            st = rf_bench_check_build_error(dir, cJSON_IsString(name) ? name->valuestring : "?",
+                                            (int)d->valuedouble);
+            break;
+        }
+    }
+    cJSON_Delete(root);
+    return st;
+}
+
 /* A checking build (rowfuse compile --check-delay: producers spin before their copies)
  * computes the right answer slowly; its time would be the spins', so it is not timed. */
 static rf_status_t rf_bench_refuse_check_build(const char *dir) {
     char path[1100];
-    if (rf_chain_pkg_probe(dir) || strlen(dir) >= sizeof path - 16)
+    if (strlen(dir) >= sizeof path - 16)
         return RF_OK;
     snprintf(path, sizeof path, "%s/plan.json", dir);
+    if (rf_chain_pkg_probe(dir))
+        return rf_bench_refuse_chain_check_build(dir, path);
     rf_plan_t *p = calloc(1, sizeof *p);
     if (!p)
         return RF_ERR(RF_CODE_OUT_OF_MEMORY, "plan of %s", dir);
     rf_status_t st = rf_plan_read(path, p);
     for (int i = 0; !st && i < p->kernel_count; i++)
         if (p->kernels[i].check_delay > 0)
-            st = RF_ERR(RF_CODE_INVALID_ARGUMENT,
-                        "%s: kernel %s is a checking build (compiled with --check-delay %d: its "
-                        "producers spin before each copy); check it with `rowfuse check`, time "
-                        "a package compiled without --check-delay",
-                        dir, p->kernels[i].name, p->kernels[i].check_delay);
+            st = rf_bench_check_build_error(dir, p->kernels[i].name, p->kernels[i].check_delay);
     free(p);
     return st;
 }
@@ -567,16 +608,9 @@ static rf_status_t rf_bench_chain_facts(const char *dir, char *schedule, size_t 
                                         double *out_weight_bytes) {
     char path[1100];
     snprintf(path, sizeof path, "%s/plan.json", dir);
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return RF_ERR(RF_CODE_NOT_FOUND, "%s: cannot open", path);
-    char *text = NULL;
-    long n = fseek(f, 0, SEEK_END) == 0 ? ftell(f) : -1;
-    if (n > 0 && n < (16l << 20) && fseek(f, 0, SEEK_SET) == 0 && (text = malloc((size_t)n + 1)))
-        text[fread(text, 1, (size_t)n, f)] = '\0';
-    fclose(f);
-    cJSON *root = text ? cJSON_Parse(text) : NULL;
-    free(text);
+    cJSON *root = rf_bench_read_json(path);
+    if (!root)
+        return RF_ERR(RF_CODE_PARSE_ERROR, "%s: cannot read or parse", path);
     const cJSON *sch = cJSON_GetObjectItemCaseSensitive(root, "schedule");
     const cJSON *wh = cJSON_GetObjectItemCaseSensitive(
         cJSON_GetObjectItemCaseSensitive(root, "chain"), "wh_elems");

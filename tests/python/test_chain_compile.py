@@ -129,7 +129,7 @@ def test_the_residual_mlp_compiles_as_a_chain(tmp_path):
     "args,needle",
     [
         (["--plant-fault", "no-barrier"], "planted in the residual MLP's kernels"),
-        (["--check-delay", "100"], "the chain kernels have none yet"),
+        (["--check-delay", "100"], "compile it with --schedule chain-stream"),
         (["--plant-fault", "bogus"], "no such fault"),
     ],
 )

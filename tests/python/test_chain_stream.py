@@ -9,7 +9,8 @@ counter of the cross-block reduction, the arrival warp's mbarrier wait, no local
 and links into a library exporting the chain entry. The planted faults change exactly that
 code: stream-no-fence drops the fences and relaxes the counter, stream-early-reduce
 compares the counter's old value with 0 instead of blocks - 1, stream-no-arrive-wait drops
-the arrival warp's wait for the partial stores. Needs the rowfuse binary (RF_BIN), torch +
+the arrival warp's wait for the partial stores; their checking build (--check-delay) makes
+the odd blocks spin before their partial stores. Needs the rowfuse binary (RF_BIN), torch +
 onnx and the CuTe DSL.
 """
 
@@ -152,6 +153,26 @@ def test_forced_gelu_ffn(tmp_path):
     assert k["mode"] == "chain_stream" and "forced" in out and k["norm"] == 0
     assert plan["chain"]["stages"][0]["kind"] == "layernorm"
     assert ptx.count("fence.acq_rel.gpu") == 2 and "mma.sync.aligned" in ptx
+
+
+def test_checking_build_delays_the_odd_blocks_partials(tmp_path):
+    """--check-delay with --schedule chain-stream: the kernel entry carries it, the PTX
+    spins that many clocks (only there: the plain build has no clock loop), and `rowfuse
+    bench --c` refuses the package before it looks for a GPU (its time would be the
+    spins'); without --schedule chain-stream the option is refused naming it."""
+    model = _model(tmp_path, "gpt2_ffn", 128, 512)
+    _, _, plain, _, plain_ptx = _compile(model, tmp_path / "plain", "--schedule", "chain-stream")
+    assert "check_delay" not in plain and "clock64" not in plain_ptx
+    _, plan, k, _, ptx = _compile(
+        model, tmp_path / "chk", "--schedule", "chain-stream", "--check-delay", 123457
+    )
+    assert k["check_delay"] == 123457 and "clock64" in ptx
+    assert re.search(r"setp\.lt\.s64\s+%p\d+, %rd\d+, 123457;", ptx)
+    p = rowfuse("bench", tmp_path / "chk", "--c", "--rows", 4, check=None)
+    assert p.returncode != 0
+    assert "checking build" in p.stderr and "--check-delay 123457" in p.stderr, p.stderr
+    p = rowfuse("compile", model, "--rows", 4, "--check-delay", 100, "-o", tmp_path / "no")
+    assert p.returncode != 0 and "--schedule chain-stream" in p.stderr, p.stderr
 
 
 def test_plant_fault_list_names_chain_stream():

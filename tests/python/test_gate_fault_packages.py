@@ -139,12 +139,27 @@ def test_a_checking_build_requests_the_first_weight_lap_after_the_barrier(tmp_pa
     plain build before the block barrier (every stage lands while the biases are staged),
     in a checking build after it, so a consumer that skips its wait reads the poison.
     X is still requested first in both."""
-    plain_between, plain_after = prologue_issues(kernel_file(correct, "fused_wgmma", "ptx"))
+    plain_ptx = kernel_file(correct, "fused_wgmma", "ptx")
+    plain_between, plain_after = prologue_issues(plain_ptx)
     k, out = build_one(tmp_path, correct, "fused_wgmma", "", check_delay=20000)
     assert k["w1_block"] == 0  # the layout without a producer warpgroup
-    between, after = prologue_issues((out / "kernels" / f"{k['name']}.ptx").read_text())
+    ptx = (out / "kernels" / f"{k['name']}.ptx").read_text()
+    between, after = prologue_issues(ptx)
     assert plain_after == 0 and plain_between > between > 0
     assert after == plain_between - between  # every weight issue moved, none lost
+    # stage 0, the first any consumer reads, is requested last, right before the first
+    # read's own full-barrier wait: no other wait (the X tile's) lies between them, so a
+    # read that skips that wait comes a TMA latency early at every shape
+    assert waits_before_first_mma(plain_ptx) > 2 >= waits_before_first_mma(ptx)
+
+
+def waits_before_first_mma(ptx: str) -> int:
+    """mbarrier try_wait instructions between the last TMA issue before the kernel's first
+    wgmma and that wgmma (one wait helper emits two: its first try and its loop's)."""
+    lines = ptx.splitlines()
+    first_mma = next(i for i, line in enumerate(lines) if "wgmma.mma_async" in line)
+    last = max(i for i, line in enumerate(lines[:first_mma]) if TMA in line)
+    return sum("mbarrier.try_wait" in line for line in lines[last:first_mma])
 
 
 def test_compile_writes_the_delay_and_bench_refuses_a_checking_build(tmp_path, correct):

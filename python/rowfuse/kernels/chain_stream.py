@@ -48,6 +48,10 @@ Planted faults (tests of the checks only): stream_no_fence (neither fence, relax
 counter), stream_early_reduce (the first block to arrive reduces, before the others'
 partials are written), stream_no_arrive_wait (the arrival warp counts a chunk without
 waiting for its mbarrier, so the counter can reach `blocks` before a partial is stored).
+They are judged in a checking build (check_delay > 0: the odd blocks' MMA threads spin that
+many SM clocks before each partial store, while the even blocks run ahead): a reducer that
+does not wait for every block's partial then reads the NaN the check writes into the
+partials before each replay rather than the previous launch's equal value.
 """
 
 from __future__ import annotations
@@ -72,6 +76,7 @@ from rowfuse.kernels.rowfuse_kernels import (
     SpecError,
     TileOps,
     _vec_elems,
+    check_spin,
     fake_tensor,
     mma_sync_tiled,
 )
@@ -128,6 +133,9 @@ class StreamPlan:
     ring_bytes: int
     smem_pad: int
     fault: str = ""
+    # a checking build (0 = none): SM clocks the odd blocks' MMA threads spin before each
+    # partial store, so a reducer that does not wait for every block reads the poison
+    check_delay: int = 0
 
     @property
     def threads(self) -> int:
@@ -237,6 +245,7 @@ class StreamPlan:
             second=stages[second],
             smem_pad=smem_pad,
             fault=fault,
+            check_delay=k.get("check_delay", 0),
             **ints,
         )
         if _int(k, "threads", name) != plan.threads:
@@ -634,6 +643,9 @@ class StreamKernel(TileOps):
                         cute.make_layout((nc, kc), stride=(1, nc + p.smem_pad)),
                     )
                     self.mma(tiled_mma, thr_mma, thr_a, thr_b, sA, sB, acc)
+            if cutlass.const_expr(p.check_delay > 0):
+                if bid % 2 == 1:  # a checking build: the odd blocks' partials land late
+                    check_spin(p.check_delay)
             if tid < active:
                 for i in cutlass.range_constexpr(cute.size(acc)):
                     r = tCc[i][0]

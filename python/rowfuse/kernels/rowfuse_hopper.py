@@ -614,6 +614,11 @@ class WgmmaMlpKernel:
                             wr.advance()
                 else:
                     for j in cutlass.range(p.nchunks, unroll=1):
+                        if cutlass.const_expr(p.check_delay > 0):
+                            if warp == 0 and i == 0 and j == 0:
+                                self.first_stage_late(
+                                    w_pipe, tma_w1, tW1s, tW1g, tma_w2, tW2s, tW2g, rank
+                                )
                         self.ring_wait(w_pipe, wc)
                         mmas = (mma1, thr1, acc1_shape, tCrA1, tCrB1, mma2, tCrA2, tCrB2, tCc1)
                         hb = (
@@ -881,20 +886,26 @@ class WgmmaMlpKernel:
 
     @cute.jit
     def first_lap_late(self, w_pipe, wp, m, tma_w1, tW1s, tW1g, tma_w2, tW2s, tW2g, rank):
-        """A checking build's first lap of the weight ring (no producer warpgroup): issued
-        after the block barrier, stages 1 .. m - 1 and then stage 0 (a delay before each),
-        so the first stage any consumer reads is the last one requested: a read that skips
-        its full-barrier wait (or waits for the wrong parity, which a fresh barrier
-        satisfies at once) finds the check's poison, whichever warp issues. Returns the
-        producer state after the lap (count m), as m advances of `wp` would."""
+        """A checking build's first lap of the weight ring (no producer warpgroup): stages
+        1 .. m - 1 issued after the block barrier (a delay before each); stage 0, the first
+        any consumer reads, is issued by first_stage_late right before that read's wait, so
+        a read that skips its full-barrier wait (or waits for the wrong parity, which a
+        fresh barrier satisfies at once) comes a TMA latency too early and finds the check's
+        poison, whichever warp issues and however long the lap took. Returns the producer
+        state after the lap (count m), as m advances of `wp` would."""
         for k in cutlass.range(1, m, unroll=1):
             st = pipeline.PipelineState(self.p.w_stages, k, k, cutlass.Int32(1))
             self.load_w(w_pipe, st, tma_w1, tW1s, tW1g, tma_w2, tW2s, tW2g, rank)
-        if m > 0:
-            self.load_w(w_pipe, wp, tma_w1, tW1s, tW1g, tma_w2, tW2s, tW2g, rank)
         for _ in cutlass.range(m, unroll=1):
             wp.advance()
         return wp
+
+    @cute.jit
+    def first_stage_late(self, w_pipe, tma_w1, tW1s, tW1g, tma_w2, tW2s, tW2g, rank):
+        """A checking build's stage 0 of the first lap (first_lap_late), issued by the
+        thread that issues loads, right before the consumers' first wait on the ring."""
+        st = pipeline.PipelineState(self.p.w_stages, 0, 0, cutlass.Int32(1))
+        self.load_w(w_pipe, st, tma_w1, tW1s, tW1g, tma_w2, tW2s, tW2g, rank)
 
     @cute.jit
     def delay(self):

@@ -14,7 +14,8 @@ There, in order: every weights.bin written from the modules, once; `rowfuse chec
 every package at its rows from CHAINS_CHECK_MIN_ROWS up to CHAINS_CHECK_MAX_ROWS
 (default 1 to 1,000: the fp64 reference runs on the CPU) and of the planted faults
 (FAULT_PACKAGES: each conventional schedule with its scratch stores planted away, the
-streaming kernel with each of its reduction faults; each check must fail), then
+streaming kernel's checking build with each of its reduction faults; each check must fail,
+and the same checking build of the correct kernel, STREAM_CHECK_BUILDS, must pass), then
 compute-sanitizer's memcheck and racecheck on the streaming kernel and five conventional
 packages (CHAINS_SAN); the weight-streaming packages through `rowfuse bench --c` with
 warm and cold L2 (stream.json); then `python -m rowfuse.bench.chains`, in one process,
@@ -77,8 +78,13 @@ def prepare(jobs: int, stamp: str) -> dict:
         # reduction: each check must fail
         if k == "gpt2_ffn":
             for name, (r, sched, fault) in FAULT_PACKAGES.items():
-                args = [model, "--rows", str(r), "--schedule", sched]
-                specs.append((name, args + ["--plant-fault", fault], False))
+                args = [model, "--rows", str(r), "--schedule", sched, "--plant-fault", fault]
+                if sched == "chain-stream":  # its checking build (chain_stream.py)
+                    args += ["--check-delay", str(STREAM_CHECK_DELAY)]
+                specs.append((name, args, False))
+            for name, r in STREAM_CHECK_BUILDS.items():  # controls: each check must pass
+                args = [model, "--rows", str(r), "--schedule", "chain-stream"]
+                specs.append((name, args + ["--check-delay", str(STREAM_CHECK_DELAY)], False))
         # the conventional schedules of the same block (the suite's rowfuse-conv and
         # rowfuse-conv-wgmma)
         for sfx, sched in (("-conv", "conventional"), ("-wgmma", "conventional-wgmma")):
@@ -240,8 +246,8 @@ def _checks(r: c.Run, d, m) -> None:
 
 
 # the GPT-2 FFN's conventional schedules with their scratch stores planted away
-# (conv-no-store), and its streaming kernel with each planted reduction fault, name ->
-# (rows, schedule, fault): `rowfuse check` must fail each
+# (conv-no-store), and its streaming kernel with each planted reduction fault (in its
+# checking build), name -> (rows, schedule, fault): `rowfuse check` must fail each
 FAULT_PACKAGES = {
     "gpt2_ffn-7-conv-nostore": (7, "conventional", "conv-no-store"),
     "gpt2_ffn-64-wgmma-nostore": (64, "conventional-wgmma", "conv-no-store"),
@@ -249,7 +255,14 @@ FAULT_PACKAGES = {
     "gpt2_ffn-4-stream-early": (4, "chain-stream", "stream-early-reduce"),
     "gpt2_ffn-16-stream-early": (16, "chain-stream", "stream-early-reduce"),
     "gpt2_ffn-4-stream-noarrive": (4, "chain-stream", "stream-no-arrive-wait"),
+    "gpt2_ffn-64-stream-noarrive": (64, "chain-stream", "stream-no-arrive-wait"),
 }
+# The streaming kernel's checking build: its odd blocks spin this many SM clocks (about
+# 100 us) before each partial store, far longer than an even block's whole row tile at
+# these widths, so a reducer that does not wait for every block reads the poison. The
+# same build of the correct kernel (name -> rows) must pass: the delays break nothing.
+STREAM_CHECK_DELAY = 200_000
+STREAM_CHECK_BUILDS = {"gpt2_ffn-4-stream-delay": 4, "gpt2_ffn-64-stream-delay": 64}
 
 # packages compute-sanitizer runs on (memcheck and racecheck, at the package's rows): the
 # streaming kernel (its arrival warp and mbarriers), the conventional schedules' kernels of
@@ -307,7 +320,7 @@ def _stream_figures(r: c.Run, d, m) -> None:
     copy rate, into stream.json."""
     rows = []
     for name in sorted(m["packages"]):
-        if name in FAULT_PACKAGES:  # checked, never timed
+        if name in FAULT_PACKAGES or name in STREAM_CHECK_BUILDS:  # checked, never timed
             continue
         plan = c.read_json(c.PKGS / name / "plan.json") or {}
         kernel = (plan.get("kernels") or [{}])[0].get("name", "")
