@@ -15,6 +15,8 @@ model calling it traces under torch.compile(fullgraph=True). Every call enqueues
 package's kernels on torch's current stream (one; a chain's conventional schedule one per
 linear) and allocates nothing but Y and, for the conventional schedule, the scratch between
 its kernels (both from torch's allocator), so it can be captured inside torch.cuda.graph.
+The weight-streaming kernel's scratch (partials and counters) is the block's own, made and
+zeroed on its first call at a row count: one such call in flight per block at a time.
 
 Two kinds of package:
 - a chain package (any chain of row-local stages: linears, activations, gated products,
@@ -257,6 +259,14 @@ def _aligned(x: torch.Tensor) -> torch.Tensor:
     return x if x.data_ptr() % 16 == 0 else x.clone()
 
 
+def stream_scratch_bytes(kernel: dict, rows: int) -> int:
+    """Bytes of scratch a chain_stream kernel (its plan.json entry) needs at `rows`: fp32
+    partials, then an int32 counter per output chunk and row tile (the runtime's rule)."""
+    tiles = -(-rows // int(kernel["tile_rows"]))
+    per_row, per_tile = kernel["scratch_partial_per_row"], kernel["scratch_counters_per_tile"]
+    return 4 * (rows * int(per_row) + tiles * int(per_tile))
+
+
 class ChainBlock(_Loaded):
     """A chain package run by the rowfuse C runtime (see the module docstring)."""
 
@@ -272,6 +282,11 @@ class ChainBlock(_Loaded):
         # the conventional schedule's scratch row between its kernels (fp16 elements)
         conv = str(self.plan.get("schedule", "")).startswith("conventional")
         self._aux_row = int(ch.get("aux_row", 0)) if conv else None
+        # the weight-streaming kernel's partials and counters: the block's own, per row
+        # count, zeroed once (its reducers reset the counters for the next launch)
+        kernels = self.plan.get("kernels") or [{}]
+        self._stream = kernels[0] if kernels[0].get("mode") == "chain_stream" else None
+        self._stream_scratch: dict[int, torch.Tensor] = {}
         self._pkg = ctypes.c_void_p()
         self.device = None
         if device is not None or torch.cuda.is_available():
@@ -354,6 +369,13 @@ class ChainBlock(_Loaded):
             nbytes = max(16, 2 * rows * self._aux_row)
             scratch = torch.empty(nbytes, dtype=torch.uint8, device=self.device)
             a.scratch, a.scratch_bytes = scratch.data_ptr(), nbytes
+        elif self._stream is not None:
+            scratch = self._stream_scratch.get(rows)
+            if scratch is None:
+                nbytes = stream_scratch_bytes(self._stream, rows)
+                scratch = torch.zeros(nbytes, dtype=torch.uint8, device=self.device)
+                self._stream_scratch[rows] = scratch
+            a.scratch, a.scratch_bytes = scratch.data_ptr(), scratch.numel()
         stream = torch.cuda.current_stream(self.device).cuda_stream
         _check(
             _lib().rf_chain_pkg_launch(self._pkg, ctypes.byref(a), ctypes.c_void_p(stream)),

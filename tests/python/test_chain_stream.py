@@ -175,6 +175,25 @@ def test_checking_build_delays_the_odd_blocks_partials(tmp_path):
     assert p.returncode != 0 and "--schedule chain-stream" in p.stderr, p.stderr
 
 
+def test_torch_block_sizes_the_stream_scratch_as_the_compiler(tmp_path):
+    """rowfuse.torch gives a streaming package's launch the scratch the compiler's rule
+    (rf_chain_stream_scratch_bytes in librowfuse) asks for, at row counts that fill, split
+    and leave partial row tiles."""
+    import ctypes
+
+    from rowfuse.capi import clib
+    from rowfuse.torch import stream_scratch_bytes
+
+    model = _model(tmp_path, "gpt2_ffn", 128, 512)
+    _, plan, k, _, _ = _compile(model, tmp_path / "pkg", "--schedule", "chain-stream")
+    f = clib.lib().rf_chain_stream_scratch_bytes
+    f.restype = ctypes.c_int64
+    f.argtypes = [ctypes.c_int, ctypes.c_int64, ctypes.c_int64, ctypes.c_int, ctypes.c_int]
+    for rows in (1, 4, k["tile_rows"], k["tile_rows"] + 1, 3 * k["tile_rows"] - 5):
+        want = f(k["blocks"], k["out_width"], rows, k["tile_rows"], k["n_chunks2"])
+        assert stream_scratch_bytes(k, rows) == want > 0
+
+
 def test_plant_fault_list_names_chain_stream():
     p = rowfuse("compile", "--plant-fault", "list")
     lines = [ln.split("\t") for ln in p.stdout.splitlines()]
