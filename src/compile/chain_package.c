@@ -470,7 +470,7 @@ static rf_status_t chain_test_options(const rf_compile_options_t *o) {
     if (o->check_delay > 0 && (!o->schedule || strcmp(o->schedule, "chain-stream") != 0))
         return RF_ERR(RF_CODE_UNSUPPORTED,
                       "--check-delay: a chain's checking build is the weight-streaming "
-                      "kernel's (its odd blocks delay their partial stores); compile it with "
+                      "kernel's (its last block delays its partial stores); compile it with "
                       "--schedule chain-stream. The residual MLP's schedules have their own "
                       "(rowfuse compile --mlp); chain_mma and the conventional kernels have "
                       "none");

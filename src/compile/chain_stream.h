@@ -80,8 +80,8 @@ typedef struct rf_chain_stream_plan {
     int64_t weight_bytes; /* W1 (Wg + Wu) and W2 in fp16 */
     double cost_us, mma_cost_us;
     char fault[32];  /* the generator's spelling of a planted fault, "" = none */
-    int check_delay; /* a checking build (0 = none): cycles the odd blocks' MMA threads spin
-                      * before each partial store, so a reducer that does not wait for
+    int check_delay; /* a checking build (0 = none): cycles the last block's MMA threads
+                      * spin before each partial store, so a reducer that does not wait for
                       * every block reads the check's poison; checked, never timed */
 } rf_chain_stream_plan_t;
 

@@ -76,7 +76,8 @@ static const struct {
     {"stream-no-fence", "stream_no_fence", FAULT_STREAM, 0, "chain-stream",
      "the cross-block reduction without its release and acquire fences (relaxed counter)"},
     {"stream-early-reduce", "stream_early_reduce", FAULT_STREAM, 0, "chain-stream",
-     "the first block to arrive reduces a chunk, before the other blocks' partials are written"},
+     "the next-to-last block to arrive reduces a chunk, before the last block's partial is "
+     "written"},
     {"stream-no-arrive-wait", "stream_no_arrive_wait", FAULT_STREAM, 0, "chain-stream",
      "the arrival warp counts a chunk without waiting for the block's partial stores"},
     /* a chain's conventional schedule (compile/chain_package.c plants it; chain packages only) */

@@ -8,10 +8,10 @@ sm_90a PTX holding the tensor-core mma.sync, the release/acquire fences and the 
 counter of the cross-block reduction, the arrival warp's mbarrier wait, no local memory,
 and links into a library exporting the chain entry. The planted faults change exactly that
 code: stream-no-fence drops the fences and relaxes the counter, stream-early-reduce
-compares the counter's old value with 0 instead of blocks - 1, stream-no-arrive-wait drops
-the arrival warp's wait for the partial stores; their checking build (--check-delay) makes
-the odd blocks spin before their partial stores. Needs the rowfuse binary (RF_BIN), torch +
-onnx and the CuTe DSL.
+compares the counter's old value with blocks - 2 instead of blocks - 1, stream-no-arrive-
+wait drops the arrival warp's wait for the partial stores; their checking build (--check-
+delay) makes the last block spin before its partial stores. Needs the rowfuse binary
+(RF_BIN), torch + onnx and the CuTe DSL.
 """
 
 from __future__ import annotations
@@ -134,8 +134,9 @@ def test_planted_faults_change_the_reduction(swiglu, fault):
         assert "mbarrier.test_wait" not in ptx and "mbarrier.arrive" in ptx
     else:
         assert ptx.count("fence.acq_rel.gpu") == 2
-        # the reducer's test compares the counter's old value with 0, not blocks - 1
-        assert re.search(ARRIVE + "0;", ptx)
+        # the reducer's test compares the counter's old value with blocks - 2, not - 1
+        assert re.search(ARRIVE + rf"{k['blocks'] - 2};", ptx)
+        assert not re.search(ARRIVE + rf"{k['blocks'] - 1};", ptx)
 
 
 def test_fault_refused_with_schedule_chain(swiglu):

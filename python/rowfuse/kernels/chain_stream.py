@@ -45,13 +45,18 @@ Scratch (fp32 [blocks, rows, N] partials at element 0, then int32 counters [row 
 n_chunks2]) is the runtime's; it zeroes the counters once.
 
 Planted faults (tests of the checks only): stream_no_fence (neither fence, relaxed
-counter), stream_early_reduce (the first block to arrive reduces, before the others'
-partials are written), stream_no_arrive_wait (the arrival warp counts a chunk without
-waiting for its mbarrier, so the counter can reach `blocks` before a partial is stored).
-They are judged in a checking build (check_delay > 0: the odd blocks' MMA threads spin that
-many SM clocks before each partial store, while the even blocks run ahead): a reducer that
-does not wait for every block's partial then reads the NaN the check writes into the
-partials before each replay rather than the previous launch's equal value.
+counter), stream_early_reduce (the next-to-last block to arrive reduces, before the last
+block's partial is written: the off-by-one in the reducer's test), stream_no_arrive_wait
+(the arrival warp counts a chunk without waiting for its mbarrier, so the counter can reach
+`blocks` before a partial is stored).
+They are judged in a checking build (check_delay > 0: the last block's MMA threads spin that
+many SM clocks before each of its partial stores, while every other block runs ahead and
+reduces after its row tile): a reducer that does not wait for every block's partial then
+reads the NaN the check writes into the partials before each replay rather than the
+previous launch's equal value. One slow block rather than many: a reducer that acts too
+early resets the counter after its reduction, so with many late blocks a later arrival
+reduces the chunk again, after every partial is in, and overwrites the wrong Y (as the
+first-to-arrive form of early-reduce did on the GPU with the odd blocks slow).
 """
 
 from __future__ import annotations
@@ -133,7 +138,7 @@ class StreamPlan:
     ring_bytes: int
     smem_pad: int
     fault: str = ""
-    # a checking build (0 = none): SM clocks the odd blocks' MMA threads spin before each
+    # a checking build (0 = none): SM clocks the last block's MMA threads spin before each
     # partial store, so a reducer that does not wait for every block reads the poison
     check_delay: int = 0
 
@@ -644,7 +649,7 @@ class StreamKernel(TileOps):
                     )
                     self.mma(tiled_mma, thr_mma, thr_a, thr_b, sA, sB, acc)
             if cutlass.const_expr(p.check_delay > 0):
-                if bid % 2 == 1:  # a checking build: the odd blocks' partials land late
+                if bid == p.blocks - 1:  # a checking build: the last block's partials land late
                     check_spin(p.check_delay)
             if tid < active:
                 for i in cutlass.range_constexpr(cute.size(acc)):
@@ -666,7 +671,7 @@ class StreamKernel(TileOps):
         n, B, N = p.n_chunks2, p.blocks, p.out_width
         fenced = p.fault != "stream_no_fence"
         waits = p.fault != "stream_no_arrive_wait"
-        last = B - 1 if p.fault != "stream_early_reduce" else 0
+        last = B - 1 if p.fault != "stream_early_reduce" else max(B - 2, 0)
         lane = tid % 32
         parity = rt % 2
         done = cutlass.Int32(0)

@@ -251,14 +251,16 @@ def _checks(r: c.Run, d, m) -> None:
 FAULT_PACKAGES = {
     "gpt2_ffn-7-conv-nostore": (7, "conventional", "conv-no-store"),
     "gpt2_ffn-64-wgmma-nostore": (64, "conventional-wgmma", "conv-no-store"),
-    "gpt2_ffn-4-stream-nofence": (4, "chain-stream", "stream-no-fence"),
     "gpt2_ffn-4-stream-early": (4, "chain-stream", "stream-early-reduce"),
     "gpt2_ffn-16-stream-early": (16, "chain-stream", "stream-early-reduce"),
     "gpt2_ffn-4-stream-noarrive": (4, "chain-stream", "stream-no-arrive-wait"),
     "gpt2_ffn-64-stream-noarrive": (64, "chain-stream", "stream-no-arrive-wait"),
 }
-# The streaming kernel's checking build: its odd blocks spin this many SM clocks (about
-# 100 us) before each partial store, far longer than an even block's whole row tile at
+# (stream-no-fence is not among them: its unfenced partial stores reach the L2 long before
+# any other block reads them, so no output shows the missing fences; on an H100 it passed
+# the checking build too. test_chain_stream.py checks its PTX instead.)
+# The streaming kernel's checking build: its last block spins this many SM clocks (about
+# 100 us) before each partial store, far longer than another block's whole row tile at
 # these widths, so a reducer that does not wait for every block reads the poison. The
 # same build of the correct kernel (name -> rows) must pass: the delays break nothing.
 STREAM_CHECK_DELAY = 200_000
