@@ -70,16 +70,16 @@ static void split(const rf_chain_t *c, const rf_target_t *t, int64_t rows,
             return;
     }
     int64_t nn = p->stages[mm].n_pad / p->stages[mm].n_chunk;
-    int64_t tiles = (rows + p->tile_rows - 1) / p->tile_rows;
-    int64_t slices = (t->sm_count + tiles - 1) / tiles;
+    int64_t tiles = rf_div_up(rows, p->tile_rows);
+    int64_t slices = rf_div_up(t->sm_count, tiles);
     if (slices > nn)
         slices = nn;
     if (slices < 1)
         slices = 1;
-    int64_t per = (nn + slices - 1) / slices;
+    int64_t per = rf_div_up(nn, slices);
     seg->split_stage = mm;
     seg->slice_chunks = (int)per;
-    seg->slices = (int)((nn + per - 1) / per);
+    seg->slices = (int)rf_div_up(nn, per);
 }
 
 /* Plans the segments that start at starts[0..n) (starts[n] = the chain's end) into cp;
@@ -159,7 +159,7 @@ static rf_status_t plan_segments(const rf_chain_t *c, int64_t rows, const rf_tar
 }
 
 int64_t rf_chain_wgmma_smem(int tile_m, int tile_n, int k_block, int stages, int mats) {
-    int64_t off = rf_round_up(0, 8) + 16 * (int64_t)stages;
+    int64_t off = 16 * (int64_t)stages; /* the mbarriers, from 0 */
     off = rf_round_up(off, 1024) + 2 * (int64_t)tile_m * k_block * stages;
     for (int m = 0; m < mats; m++)
         off = rf_round_up(off, 1024) + 2 * (int64_t)k_block * tile_n * stages;
@@ -197,7 +197,7 @@ static void wgmma_geometry(const rf_chain_t *c, int64_t rows, const rf_target_t 
     static const int tm_of[] = {128, 128, 64, 64}, tn_of[] = {128, 64, 128, 64};
     int tm = 64, tn = 64;
     for (int k = 0; k < 4; k++) {
-        int64_t items = (rows + tm_of[k] - 1) / tm_of[k] * ((st->n + tn_of[k] - 1) / tn_of[k]);
+        int64_t items = rf_div_up(rows, tm_of[k]) * rf_div_up(st->n, tn_of[k]);
         if (items >= t->sm_count) {
             tm = tm_of[k];
             tn = tn_of[k];
@@ -206,7 +206,7 @@ static void wgmma_geometry(const rf_chain_t *c, int64_t rows, const rf_target_t 
     }
     if (st->n < 64)
         tn = (int)rf_round_up(st->n, 16);
-    int64_t tiles_n = (st->n + tn - 1) / tn;
+    int64_t tiles_n = rf_div_up(st->n, tn);
     if (p->values[st->dst].padded_width > tiles_n * tn)
         return;
     int stages = 0;

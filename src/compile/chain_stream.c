@@ -76,10 +76,15 @@ int64_t rf_chain_stream_scratch_bytes(int blocks, int64_t n, int64_t rows, int t
     return 4 * (partial + counters);
 }
 
+/* The block's warps: the MMA warps and the arrival warp. */
+static int block_warps(const rf_chain_stream_plan_t *p) {
+    return p->warps + 1;
+}
+
 /* Resident blocks per SM from shared memory, threads and the target's block limit. */
 static int blocks_per_sm(const rf_chain_stream_plan_t *p, const rf_target_t *t) {
     int64_t by_smem = t->smem_per_sm / (p->smem_bytes + t->smem_reserved);
-    int64_t by_threads = t->threads_per_sm / (32 * (p->warps + 1));
+    int64_t by_threads = t->threads_per_sm / (32 * block_warps(p));
     int64_t b = by_smem < by_threads ? by_smem : by_threads;
     return (int)(b < t->max_blocks_per_sm ? b : t->max_blocks_per_sm);
 }
@@ -250,7 +255,7 @@ rf_status_t rf_chain_stream_choose(const rf_chain_t *c, const rf_compile_options
     s->check_delay = o->check_delay;
     snprintf(p->name, sizeof p->name, "stream_%s", p->hash);
     p->tile_rows = s->tile_rows;
-    p->warps = s->warps + 1; /* the block's warps: the MMA warps and the arrival warp */
+    p->warps = block_warps(s);
     p->smem_bytes = s->smem_bytes;
     p->weight_buffers = s->weight_buffers;
     snprintf(p->reason, sizeof p->reason,
@@ -274,7 +279,7 @@ static void write_entry(rf_json_writer_t *w, const rf_chain_plan_t *p,
     rf_json_key_int(w, "rows", s->rows);
     rf_json_key_int(w, "tile_rows", s->tile_rows);
     rf_json_key_int(w, "warps", s->warps);
-    rf_json_key_int(w, "threads", 32 * (s->warps + 1));
+    rf_json_key_int(w, "threads", 32 * block_warps(s));
     rf_json_key_int(w, "smem_bytes", s->smem_bytes);
     rf_json_key_int(w, "blocks", s->blocks);
     rf_json_key_int(w, "slice", s->slice);

@@ -340,17 +340,11 @@ class MlpKernel(TileOps):
         stream: cuda.CUstream,
     ):
         p = self.p
-        op = warp.MmaF16BF16Op(cutlass.Float16, cutlass.Float32, (16, 8, 16))
-        tiled_mma = cute.make_tiled_mma(
-            op,
-            cute.make_layout((p.warps_m, p.warps_n, 1)),
-            permutation_mnk=(p.warps_m * 16, p.warps_n * 16, 16),
-        )
         extra = {}
         if cutlass.const_expr(p.min_blocks > 0):
             # (a carveout given, so the DSL does not ask a GPU for the smem per SM)
             extra = {"min_blocks_per_mp": p.min_blocks, "preferred_smem_carveout": 100}
-        self.kernel(mX, mW1, mB1, mW2, mB2, mH, mY, rows, tiled_mma).launch(
+        self.kernel(mX, mW1, mB1, mW2, mB2, mH, mY, rows).launch(
             grid=(grid, 1, 1),
             block=(self.threads, 1, 1),
             smem=p.smem_bytes,
@@ -370,10 +364,9 @@ class MlpKernel(TileOps):
         mH: cute.Tensor,
         mY: cute.Tensor,
         rows: cutlass.Int32,
-        tiled_mma: cute.TiledMma,
     ):
         tm, cp, hc, C, H = self.tm, self.cp, self.hc, self.C, self.H
-        nchunks, mode, f16 = self.nchunks, self.mode, cutlass.Float16
+        nchunks, mode = self.nchunks, self.mode
 
         tid, _, _ = cute.arch.thread_idx()
         bid, _, _ = cute.arch.block_idx()
@@ -383,13 +376,8 @@ class MlpKernel(TileOps):
         sXall, sHall, sW1, sB1, sW2, sB2 = self.alloc_smem()
 
         # ---------------- MMA partitions and ldmatrix copies
+        tiled_mma, s2r_a, s2r_b = mma_sync_tiled(self.p.warps_m, self.p.warps_n)
         thr_mma = tiled_mma.get_slice(tid)
-        s2r_a = cute.make_tiled_copy_A(
-            cute.make_copy_atom(warp.LdMatrix8x8x16bOp(False, 4), f16), tiled_mma
-        )
-        s2r_b = cute.make_tiled_copy_B(
-            cute.make_copy_atom(warp.LdMatrix8x8x16bOp(True, 4), f16), tiled_mma
-        )
         thr_s2r_a = s2r_a.get_slice(tid)
         thr_s2r_b = s2r_b.get_slice(tid)
 
