@@ -8,10 +8,10 @@ sm_90a PTX holding the tensor-core mma.sync, the release/acquire fences and the 
 counter of the cross-block reduction, the arrival warp's mbarrier wait, no local memory,
 and links into a library exporting the chain entry. The planted faults change exactly that
 code: stream-no-fence drops the fences and relaxes the counter, stream-early-reduce
-compares the counter's old value with blocks - 2 instead of blocks - 1, stream-no-arrive-
-wait drops the arrival warp's wait for the partial stores; their checking build (--check-
-delay) makes the last block spin before its partial stores. Needs the rowfuse binary
-(RF_BIN), torch + onnx and the CuTe DSL.
+compares the counter's old value with blocks - 2 instead of blocks - 1,
+stream-no-arrive-wait drops the arrival warp's wait for the partial stores; their checking
+build (--check-delay) makes the last block spin before its partial stores. Needs the
+rowfuse binary (RF_BIN), torch + onnx and the CuTe DSL.
 """
 
 from __future__ import annotations
@@ -156,7 +156,7 @@ def test_forced_gelu_ffn(tmp_path):
     assert ptx.count("fence.acq_rel.gpu") == 2 and "mma.sync.aligned" in ptx
 
 
-def test_checking_build_delays_the_odd_blocks_partials(tmp_path):
+def test_checking_build_spins_before_the_partial_stores(tmp_path):
     """--check-delay with --schedule chain-stream: the kernel entry carries it, the PTX
     spins that many clocks (only there: the plain build has no clock loop), and `rowfuse
     bench --c` refuses the package before it looks for a GPU (its time would be the
