@@ -261,7 +261,7 @@ def _aligned(x: torch.Tensor) -> torch.Tensor:
 
 def stream_scratch_bytes(kernel: dict, rows: int) -> int:
     """Bytes of scratch a chain_stream kernel (its plan.json entry) needs at `rows`: fp32
-    partials, then an int32 counter per output chunk and row tile (the runtime's rule)."""
+    partials, then the int32 counters of every row tile (the runtime's rule)."""
     tiles = -(-rows // int(kernel["tile_rows"]))
     per_row, per_tile = kernel["scratch_partial_per_row"], kernel["scratch_counters_per_tile"]
     return 4 * (rows * int(per_row) + tiles * int(per_tile))

@@ -484,7 +484,7 @@ static rf_status_t chain_test_options(const rf_compile_options_t *o) {
                        : RF_ERR(RF_CODE_UNSUPPORTED,
                                 "--plant-fault %s is planted in the residual MLP's kernels (%s); "
                                 "a chain package takes stream-no-fence, stream-early-reduce, "
-                                "stream-no-arrive-wait or conv-no-store",
+                                "stream-no-reset or conv-no-store",
                                 o->fault, schedules);
     return RF_ERR(RF_CODE_INVALID_ARGUMENT,
                   "--plant-fault %s: no such fault (`rowfuse compile --plant-fault list`)",

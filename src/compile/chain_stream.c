@@ -69,22 +69,16 @@ rf_status_t rf_chain_stream_shape(const rf_chain_t *c, rf_chain_stream_shape_t *
 
 /* ---- the plan ---- */
 
-int64_t rf_chain_stream_scratch_bytes(int blocks, int64_t n, int64_t rows, int tile_rows,
-                                      int n_chunks2) {
+int64_t rf_chain_stream_scratch_bytes(int blocks, int64_t n, int64_t rows, int tile_rows) {
     int64_t partial = (int64_t)blocks * rows * n;
-    int64_t counters = rf_div_up(rows, tile_rows) * n_chunks2;
+    int64_t counters = rf_div_up(rows, tile_rows) * RF_STREAM_COUNTERS_PER_TILE;
     return 4 * (partial + counters);
-}
-
-/* The block's warps: the MMA warps and the arrival warp. */
-static int block_warps(const rf_chain_stream_plan_t *p) {
-    return p->warps + 1;
 }
 
 /* Resident blocks per SM from shared memory, threads and the target's block limit. */
 static int blocks_per_sm(const rf_chain_stream_plan_t *p, const rf_target_t *t) {
     int64_t by_smem = t->smem_per_sm / (p->smem_bytes + t->smem_reserved);
-    int64_t by_threads = t->threads_per_sm / (32 * block_warps(p));
+    int64_t by_threads = t->threads_per_sm / (32 * p->warps);
     int64_t b = by_smem < by_threads ? by_smem : by_threads;
     return (int)(b < t->max_blocks_per_sm ? b : t->max_blocks_per_sm);
 }
@@ -100,10 +94,7 @@ static void layout(rf_chain_stream_plan_t *p, int tile_rows, int buffers) {
     p->h_stride = p->slice + RF_SMEM_ROW_PAD;
     p->h_offset = rf_round_up(p->x_offset + tile_rows * p->x_stride * 2, 128);
     p->stats_offset = rf_round_up(p->h_offset + tile_rows * p->h_stride * 2, 128);
-    /* the arrivals: one mbarrier (8 bytes) per output chunk, then one int32 per chunk (1:
-     * this block reduces it) */
-    p->arrive_offset = rf_round_up(p->stats_offset + tile_rows * 2 * 4, 16);
-    p->weight_smem_offset = rf_round_up(p->arrive_offset + 12 * (int64_t)p->n_chunks2, 128);
+    p->weight_smem_offset = rf_round_up(p->stats_offset + tile_rows * 2 * 4, 128);
     int64_t r1 = (int64_t)mats * p->k_chunk1 * (p->n_chunk1 + RF_SMEM_ROW_PAD) * 2;
     int64_t r2 = (int64_t)p->k_chunk2 * (p->n_chunk2 + RF_SMEM_ROW_PAD) * 2;
     p->ring_bytes = rf_round_up(r1 > r2 ? r1 : r2, 128);
@@ -143,7 +134,8 @@ rf_status_t rf_chain_stream_plan_make(const rf_chain_t *c, int64_t rows, const r
     p->n_chunks2 = (int)rf_div_up(s->n, p->n_chunk2);
     p->weight_bytes = 2 * ((s->gated ? 2 : 1) * s->c * s->h + s->h * s->n);
     /* The slice: the fewest waves of blocks times the slice (a block's work), a larger
-     * slice on a tie (fewer partials). */
+     * slice on a tie (fewer partials); one wave at most, since the reduction waits for every
+     * block (all resident at once). */
     static const int64_t slices[] = {16, 32, 48, 64, 128, 192, 256};
     int64_t best = 0, best_score = 0;
     for (size_t i = 0; i < sizeof slices / sizeof slices[0]; i++) {
@@ -151,7 +143,7 @@ rf_status_t rf_chain_stream_plan_make(const rf_chain_t *c, int64_t rows, const r
         if (sl > rf_round_up(s->h, 16))
             break;
         int64_t blocks = rf_div_up(s->h, sl);
-        if (blocks > 65535)
+        if (blocks > t->sm_count)
             continue;
         int64_t score = rf_div_up(blocks, t->sm_count) * sl;
         if (!best || score <= best_score) {
@@ -160,10 +152,15 @@ rf_status_t rf_chain_stream_plan_make(const rf_chain_t *c, int64_t rows, const r
         }
     }
     if (!best)
-        return RF_ERR(RF_CODE_UNSUPPORTED, "hidden width %lld: no slice of 16..256 columns",
-                      (long long)s->h);
+        return RF_ERR(RF_CODE_UNSUPPORTED,
+                      "hidden width %lld: no slice of 16..256 columns splits it over at most "
+                      "the %s's %d SMs (the streaming kernel's blocks must all be resident)",
+                      (long long)s->h, t->name, t->sm_count);
     p->slice = best;
     p->blocks = (int)rf_div_up(s->h, best);
+    /* every block reduces its share of Y's columns (a multiple of 8: 16-byte copies, and
+     * the 16-row tile's share splits over the 128 threads) */
+    p->reduce_cols = (int)rf_round_up(rf_div_up(s->n, p->blocks), 8);
     p->n_chunk1 = (int)(best <= 64 ? best : 64);
     p->k_chunk2 = (int)(best <= 64 ? best : 64);
     RF_RETURN_IF_ERROR(rf_chain_split_covered(s->h, p->slice, p->blocks),
@@ -203,7 +200,7 @@ static const struct {
     const char *name, *spelling;
 } stream_faults[] = {{"stream-no-fence", "stream_no_fence"},
                      {"stream-early-reduce", "stream_early_reduce"},
-                     {"stream-no-arrive-wait", "stream_no_arrive_wait"}};
+                     {"stream-no-reset", "stream_no_reset"}};
 
 rf_status_t rf_chain_stream_choose(const rf_chain_t *c, const rf_compile_options_t *o, int64_t rows,
                                    const rf_target_t *t, rf_status_t mma, rf_chain_plan_t *p,
@@ -255,7 +252,7 @@ rf_status_t rf_chain_stream_choose(const rf_chain_t *c, const rf_compile_options
     s->check_delay = o->check_delay;
     snprintf(p->name, sizeof p->name, "stream_%s", p->hash);
     p->tile_rows = s->tile_rows;
-    p->warps = block_warps(s);
+    p->warps = s->warps;
     p->smem_bytes = s->smem_bytes;
     p->weight_buffers = s->weight_buffers;
     snprintf(p->reason, sizeof p->reason,
@@ -279,7 +276,7 @@ static void write_entry(rf_json_writer_t *w, const rf_chain_plan_t *p,
     rf_json_key_int(w, "rows", s->rows);
     rf_json_key_int(w, "tile_rows", s->tile_rows);
     rf_json_key_int(w, "warps", s->warps);
-    rf_json_key_int(w, "threads", 32 * block_warps(s));
+    rf_json_key_int(w, "threads", 32 * s->warps);
     rf_json_key_int(w, "smem_bytes", s->smem_bytes);
     rf_json_key_int(w, "blocks", s->blocks);
     rf_json_key_int(w, "slice", s->slice);
@@ -297,9 +294,9 @@ static void write_entry(rf_json_writer_t *w, const rf_chain_plan_t *p,
     rf_json_key_int(w, "h_offset", s->h_offset);
     rf_json_key_int(w, "h_stride", s->h_stride);
     rf_json_key_int(w, "stats_offset", s->stats_offset);
-    rf_json_key_int(w, "arrive_offset", s->arrive_offset);
     rf_json_key_int(w, "weight_smem_offset", s->weight_smem_offset);
     rf_json_key_int(w, "ring_bytes", s->ring_bytes);
+    rf_json_key_int(w, "reduce_cols", s->reduce_cols);
     rf_json_key_string(w, "weight_layout", "row_major");
     rf_chain_json_values(w, p, 0);
     rf_chain_json_stages(w, p);
@@ -310,7 +307,7 @@ static void write_entry(rf_json_writer_t *w, const rf_chain_plan_t *p,
     if (with_facts) {
         rf_json_key_int(w, "grid", s->blocks);
         rf_json_key_int(w, "scratch_partial_per_row", (int64_t)s->blocks * s->shape.n);
-        rf_json_key_int(w, "scratch_counters_per_tile", s->n_chunks2);
+        rf_json_key_int(w, "scratch_counters_per_tile", RF_STREAM_COUNTERS_PER_TILE);
         rf_json_key_int(w, "weight_bytes", s->weight_bytes);
         rf_json_key_double(w, "cost_us", s->cost_us);
         rf_json_key_double(w, "chain_mma_cost_us", s->mma_cost_us);

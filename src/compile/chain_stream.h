@@ -16,12 +16,14 @@
  *   cp.async ring in [k_chunk1 x n_chunk1] tiles, the hidden slice is rounded to fp16 in
  *   shared memory, then multiplied into the block's rows of W2 in [k_chunk2 x n_chunk2]
  *   tiles: per output chunk j (n_chunk2 columns, the blocks start at chunk b mod n_chunks2) a
- *   partial [rows, n_chunk2] fp32 is written to global scratch and the MMA warps go on to the
- *   next chunk; a warp of its own (the arrival warp) counts the block's arrival at chunk j's
- *   counter (a release at GPU scope, several chunks per round trip), so the streaming never
- *   waits for the counter. After the row tile, the block reduces every chunk at whose counter
- *   it arrived last, over blocks 0..blocks-1 in that fixed order, adds b2, applies the
- *   epilogue, writes Y and resets the counter to 0.
+ *   partial [rows, n_chunk2] fp32 is written to global scratch and the warps go on to the
+ *   next chunk, never waiting for another block. After the row tile the block arrives once
+ *   at the tile's counter (a release at GPU scope), then reduces its own `reduce_cols`
+ *   columns of Y: it waits until every block has arrived, adds the blocks' partials of
+ *   those columns in the fixed order 0..blocks-1, adds b2, applies the epilogue and writes Y;
+ *   the last block to finish reading resets the counters to 0. So every SM reduces 1/blocks
+ *   of Y at once. The wait needs every block resident at once: the plan's grid is at most
+ *   the target's SM count, and the runtime refuses a device with another SM count.
  *
  * Weight layout: the plan's row-major W [K, N] (chain_plan.h place_weights), so the package's
  * chain reads back unchanged: a block's W1 slice is K runs of slice * 2 bytes (128 bytes at a
@@ -29,7 +31,8 @@
  *
  * Scratch (the runtime allocates it per row count and zeroes it once; the counters are
  * reset by the kernel): fp32 partials [blocks, rows, N] at element 0, then int32 counters
- * [row_tiles, n_chunks2] at element blocks * rows * N (rf_chain_stream_scratch_bytes).
+ * [row_tiles, RF_STREAM_COUNTERS_PER_TILE] (arrivals, reads) at element blocks * rows * N
+ * (rf_chain_stream_scratch_bytes).
  *
  * Precision: the first linear's dot products are whole in one block (the chain_mma error
  * model); the second's are split: a block accumulates its slice in fp32 by 16-product MMA
@@ -57,6 +60,8 @@
  * matrix): 64 KB or more in flight per SM, what one SM needs to draw its share of the
  * device's copy rate over the memory latency */
 #define RF_STREAM_MAX_BUFFERS 12
+/* Scratch counters per row tile: arrivals, reads */
+#define RF_STREAM_COUNTERS_PER_TILE 2
 
 typedef struct rf_chain_stream_shape {
     int norm;   /* stage index of the norm, -1: none */
@@ -70,12 +75,13 @@ typedef struct rf_chain_stream_plan {
     rf_chain_stream_shape_t shape;
     int64_t rows;
     int tile_rows, row_tiles;
-    int warps;     /* the MMA warps; the block has one more, the arrival warp */
+    int warps;     /* the block's warps */
     int blocks;    /* the grid: one block per hidden slice */
     int64_t slice; /* hidden columns per block */
     int k_chunk1, n_chunk1, k_chunk2, n_chunk2, n_chunks2;
     int weight_buffers;
-    int64_t x_offset, x_stride, h_offset, h_stride, stats_offset, arrive_offset;
+    int reduce_cols; /* Y columns each block reduces: [b * reduce_cols, (b + 1) * ...) */
+    int64_t x_offset, x_stride, h_offset, h_stride, stats_offset;
     int64_t weight_smem_offset, ring_bytes, smem_bytes;
     int64_t weight_bytes; /* W1 (Wg + Wu) and W2 in fp16 */
     double cost_us, mma_cost_us;
@@ -95,8 +101,7 @@ rf_status_t rf_chain_stream_plan_make(const rf_chain_t *c, int64_t rows, const r
                                       rf_chain_stream_plan_t *out);
 
 /* Bytes of scratch a launch at `rows` rows needs (partials, then counters). */
-int64_t rf_chain_stream_scratch_bytes(int blocks, int64_t n, int64_t rows, int tile_rows,
-                                      int n_chunks2);
+int64_t rf_chain_stream_scratch_bytes(int blocks, int64_t n, int64_t rows, int tile_rows);
 
 /* The schedule decision (compile_chain's hook), given chain_mma's plan p at `rows` on t and
  * its status `mma` (consumed: returned, annotated, or freed). With options->schedule
@@ -108,7 +113,7 @@ int64_t rf_chain_stream_scratch_bytes(int blocks, int64_t n, int64_t rows, int t
  * not depend on shared memory) and its name, warps, tile rows, shared memory and reason
  * become the stream kernel's, so the generator's facts and the grid rule read them. A
  * planted stream fault (options->fault "stream-no-fence", "stream-early-reduce" or
- * "stream-no-arrive-wait") forces the stream plan and is refused with --schedule chain;
+ * "stream-no-reset") forces the stream plan and is refused with --schedule chain;
  * options->check_delay (a checking build) needs --schedule chain-stream. */
 rf_status_t rf_chain_stream_choose(const rf_chain_t *c, const rf_compile_options_t *o, int64_t rows,
                                    const rf_target_t *t, rf_status_t mma, rf_chain_plan_t *p,

@@ -76,10 +76,11 @@ static const struct {
     {"stream-no-fence", "stream_no_fence", FAULT_STREAM, 0, "chain-stream",
      "the cross-block reduction without its release and acquire fences (relaxed counter)"},
     {"stream-early-reduce", "stream_early_reduce", FAULT_STREAM, 0, "chain-stream",
-     "the next-to-last block to arrive reduces a chunk, before the last block's partial is "
-     "written"},
-    {"stream-no-arrive-wait", "stream_no_arrive_wait", FAULT_STREAM, 0, "chain-stream",
-     "the arrival warp counts a chunk without waiting for the block's partial stores"},
+     "the reducers wait for all but one block's arrival: the last block's partial is read "
+     "before it is written"},
+    {"stream-no-reset", "stream_no_reset", FAULT_STREAM, 0, "chain-stream",
+     "the last reader leaves the arrival counter set: the next launch's reducers do not "
+     "wait"},
     /* a chain's conventional schedule (compile/chain_package.c plants it; chain packages only) */
     {"conv-no-store", "conv_no_store", FAULT_STREAM, 0, "chain-conventional",
      "the conventional schedule's kernels skip their scratch stores: a later kernel reads "

@@ -4,14 +4,15 @@
 A SwiGLU FFN with RMSNorm (512 -> 2048, 6 MB of fp16 weights) at 4 rows is planned as
 chain_stream by the automatic choice, with --schedule chain it keeps chain_mma; a GPT-2
 style GELU FFN (128 -> 512) is forced with --schedule chain-stream. The kernel compiles to
-sm_90a PTX holding the tensor-core mma.sync, the release/acquire fences and the acq_rel
-counter of the cross-block reduction, the arrival warp's mbarrier wait, no local memory,
-and links into a library exporting the chain entry. The planted faults change exactly that
-code: stream-no-fence drops the fences and relaxes the counter, stream-early-reduce
-compares the counter's old value with blocks - 2 instead of blocks - 1,
-stream-no-arrive-wait drops the arrival warp's wait for the partial stores; their checking
-build (--check-delay) makes the last block spin before its partial stores. Needs the
-rowfuse binary (RF_BIN), torch + onnx and the CuTe DSL.
+sm_90a PTX holding the tensor-core mma.sync and the cross-block reduction: each block's
+arrival (a release fence, then a GPU-scope add), the reducers' wait for every block (an
+acquire load compared with `blocks`, then an acquire fence), the read counter (acq_rel)
+whose last reader resets both counters; no local memory; it links into a library exporting
+the chain entry. The planted faults change exactly that code: stream-no-fence drops the
+fences and relaxes the wait, stream-early-reduce waits for blocks - 1 arrivals,
+stream-no-reset leaves the arrival counter set; their checking build (--check-delay) makes
+the last block spin before its partial stores. Needs the rowfuse binary (RF_BIN), torch +
+onnx and the CuTe DSL.
 """
 
 from __future__ import annotations
@@ -32,8 +33,13 @@ from cli_util import rowfuse  # noqa: E402
 from rowfuse import blocks  # noqa: E402
 from rowfuse.export import export  # noqa: E402
 
-# the arrival on a chunk's counter and the test of its old value (the reducer's choice)
-ARRIVE = r"atom\.global\.acq_rel\.add\.u32\s+(%r\d+),.*\n\s*setp\.eq\.b32\s+%p\d+, \1, "
+# a block's arrival: the release fence, then the add to the tile's arrival counter
+ARRIVE = r"fence\.acq_rel\.gpu;\n(\s*mov\.b32.*\n)?\s*red\.relaxed\.gpu\.global\.add\.s32"
+# the reducers' wait: the counter loaded (acquire) and compared with the count it waits for
+WAIT = r"ld\.acquire\.gpu\.global\.b32\s+(%r\d+),.*\n\s*setp\.lt\.s32\s+%p\d+, \1, "
+# the read counter and the test of its old value (the last reader resets)
+READ = r"atom\.global\.acq_rel\.add\.u32\s+(%r\d+),.*\n\s*setp\.(eq|ne)\.b32\s+%p\d+, \1, "
+EXCH = r"atom\.global(\.relaxed)?(\.gpu)?\.exch"
 
 
 def _model(tmp, kind, c, h):
@@ -72,16 +78,19 @@ def test_auto_picks_the_stream_for_few_rows(swiglu):
     assert k["scratch_partial_per_row"] == k["blocks"] * plan["chain"]["out_width"]
     assert k["cost_us"] < k["chain_mma_cost_us"]
     assert ".target sm_90a" in ptx and ptx.count("mma.sync.aligned.m16n8k16") > 0
-    assert ptx.count("fence.acq_rel.gpu") == 2, "release before the counter, acquire after"
+    assert ptx.count("fence.acq_rel.gpu") == 2, "release before the arrival, acquire after"
+    assert len(re.findall(ARRIVE, ptx)) == 1
+    # the reducers wait for every block's arrival, then the last of them to read resets
+    assert re.search(WAIT + rf"{k['blocks']};", ptx)
     assert len(re.findall(r"atom\.global\.acq_rel(\.gpu)?\.add", ptx)) == 1
-    # the arrival warp waits for the MMA threads' arrivals (release) on the chunk's mbarrier
-    # (acquire) before it counts, and the MMA warps' barrier leaves it out
-    assert "mbarrier.test_wait.parity.acquire.cta" in ptx and "mbarrier.arrive" in ptx
-    assert k["threads"] == 32 * (k["warps"] + 1)
+    assert re.search(READ + rf"{k['blocks'] - 1};", ptx)
+    assert len(re.findall(EXCH, ptx)) == 2
+    assert "mbarrier" not in ptx and k["threads"] == 32 * k["warps"]
     assert re.search(rf"bar\.sync\s+1, {32 * k['warps']};", ptx)
-    # the block whose arrival is the last (old count blocks - 1) reduces
-    assert re.search(ARRIVE + rf"{k['blocks'] - 1};", ptx)
-    assert len(re.findall(r"atom\.global(\.relaxed)?(\.gpu)?\.exch", ptx)) == 1
+    # every block reduces its share of Y's columns; the shares cover Y
+    out_width = plan["chain"]["out_width"]
+    assert k["reduce_cols"] % 8 == 0 and k["blocks"] * k["reduce_cols"] >= out_width
+    assert k["scratch_counters_per_tile"] == 2
     assert facts.get("sass_local", 0) == 0 and facts["registers"] <= 255
     table = (tmp / "auto" / "rf_pkg_table.h").read_text()
     assert f"RF_PKG_STREAM_KERNELS(X) X({k['name']})" in table
@@ -92,16 +101,16 @@ def test_auto_picks_the_stream_for_few_rows(swiglu):
 
 
 def test_reduction_through_the_ring(swiglu):
-    """The reducer copies each group of blocks' partials into one half of the idle weight
-    ring: two groups fit, every block is in one, and the kernel asks for one resident block
-    per SM (so ptxas does not spill to fit more)."""
+    """Each block copies a group of blocks' partials of its reduce columns into one half of
+    the idle weight ring: two groups fit, every block is in one, and the kernel asks for one
+    resident block per SM (so ptxas does not spill to fit more)."""
     from rowfuse.kernels.chain_stream import StreamPlan  # noqa: PLC0415
 
     tmp, model = swiglu
     _, _, k, facts, ptx = _compile(model, tmp / "reduce")
     spec = json.loads((tmp / "reduce" / "kernel_spec.json").read_text())["kernels"][0]
     p = StreamPlan.from_spec(spec, 8)
-    group = p.tile_rows * p.n_chunk2 * 4
+    group = p.tile_rows * p.reduce_cols * 4
     assert 0 < p.reduce_group <= p.blocks
     assert 2 * p.reduce_group * group <= p.weight_buffers * p.ring_bytes
     assert ".minnctapersm 1" in ptx and facts.get("sass_local", 0) == 0
@@ -117,26 +126,25 @@ def test_schedule_chain_keeps_chain_mma(swiglu):
     assert "fence.acq_rel.gpu" not in ptx
 
 
-@pytest.mark.parametrize(
-    "fault", ["stream-no-fence", "stream-early-reduce", "stream-no-arrive-wait"]
-)
+@pytest.mark.parametrize("fault", ["stream-no-fence", "stream-early-reduce", "stream-no-reset"])
 def test_planted_faults_change_the_reduction(swiglu, fault):
     tmp, model = swiglu
     _, plan, k, _, ptx = _compile(model, tmp / fault, "--plant-fault", fault)
     assert k["fault"] == fault.replace("-", "_")
+    B = k["blocks"]
     if fault == "stream-no-fence":
-        assert "fence.acq_rel.gpu" not in ptx
-        assert not re.search(r"atom\.global\.acq_rel", ptx)
-    elif fault == "stream-no-arrive-wait":
-        assert ptx.count("fence.acq_rel.gpu") == 2 and re.search(
-            ARRIVE + rf"{k['blocks'] - 1};", ptx
-        )
-        assert "mbarrier.test_wait" not in ptx and "mbarrier.arrive" in ptx
+        assert "fence.acq_rel.gpu" not in ptx and "ld.acquire" not in ptx
+        assert re.search(WAIT.replace("acquire", "relaxed") + rf"{B};", ptx)
     else:
-        assert ptx.count("fence.acq_rel.gpu") == 2
-        # the reducer's test compares the counter's old value with blocks - 2, not - 1
-        assert re.search(ARRIVE + rf"{k['blocks'] - 2};", ptx)
-        assert not re.search(ARRIVE + rf"{k['blocks'] - 1};", ptx)
+        assert ptx.count("fence.acq_rel.gpu") == 2 and len(re.findall(ARRIVE, ptx)) == 1
+    if fault == "stream-early-reduce":
+        # the reducers wait for blocks - 1 arrivals, not blocks
+        assert re.search(WAIT + rf"{B - 1};", ptx) and not re.search(WAIT + rf"{B};", ptx)
+    else:
+        assert re.search(WAIT.replace("acquire", "(?:acquire|relaxed)") + rf"{B};", ptx)
+    # the last reader resets both counters, or (stream-no-reset) the read counter only
+    assert re.search(READ + rf"{B - 1};", ptx)
+    assert len(re.findall(EXCH, ptx)) == (1 if fault == "stream-no-reset" else 2)
 
 
 def test_fault_refused_with_schedule_chain(swiglu):
@@ -189,9 +197,9 @@ def test_torch_block_sizes_the_stream_scratch_as_the_compiler(tmp_path):
     _, plan, k, _, _ = _compile(model, tmp_path / "pkg", "--schedule", "chain-stream")
     f = clib.lib().rf_chain_stream_scratch_bytes
     f.restype = ctypes.c_int64
-    f.argtypes = [ctypes.c_int, ctypes.c_int64, ctypes.c_int64, ctypes.c_int, ctypes.c_int]
+    f.argtypes = [ctypes.c_int, ctypes.c_int64, ctypes.c_int64, ctypes.c_int]
     for rows in (1, 4, k["tile_rows"], k["tile_rows"] + 1, 3 * k["tile_rows"] - 5):
-        want = f(k["blocks"], k["out_width"], rows, k["tile_rows"], k["n_chunks2"])
+        want = f(k["blocks"], k["out_width"], rows, k["tile_rows"])
         assert stream_scratch_bytes(k, rows) == want > 0
 
 
@@ -200,5 +208,5 @@ def test_plant_fault_list_names_chain_stream():
     lines = [ln.split("\t") for ln in p.stdout.splitlines()]
     assert ["stream-no-fence", "chain-stream"] == lines[-4][:2]
     assert ["stream-early-reduce", "chain-stream"] == lines[-3][:2]
-    assert ["stream-no-arrive-wait", "chain-stream"] == lines[-2][:2]
+    assert ["stream-no-reset", "chain-stream"] == lines[-2][:2]
     assert ["conv-no-store", "chain-conventional"] == lines[-1][:2]

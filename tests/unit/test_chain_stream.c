@@ -83,8 +83,12 @@ static void check_plan(const char *what, const rf_chain_t *c, int64_t rows, cons
            (long long)p.weight_bytes);
     CHECK(s->norm == 0 && s->first == 1 && s->second == 2);
     CHECK(p.slice % 16 == 0 && p.blocks * p.slice >= s->h && (p.blocks - 1) * p.slice < s->h);
-    /* nearly every SM streams: at least 90% of them hold a slice, at most two waves */
-    CHECK(p.blocks >= t->sm_count * 9 / 10 && p.blocks <= 2 * t->sm_count);
+    /* nearly every SM streams: at least 90% of them hold a slice, all resident at once (the
+     * reduction waits for every block) */
+    CHECK(p.blocks >= t->sm_count * 9 / 10 && p.blocks <= t->sm_count);
+    /* every block reduces a share of Y's columns; together they cover it */
+    CHECK(p.reduce_cols % 8 == 0 && (int64_t)p.blocks * p.reduce_cols >= s->n &&
+          (int64_t)p.blocks * (p.reduce_cols - 8) < s->n);
     CHECK(p.tile_rows % 16 == 0 && p.tile_rows <= 64 && p.row_tiles * p.tile_rows >= rows);
     CHECK(p.row_tiles == (rows + p.tile_rows - 1) / p.tile_rows);
     CHECK(p.smem_bytes <= t->smem_per_block && p.weight_buffers >= 2);
@@ -96,13 +100,11 @@ static void check_plan(const char *what, const rf_chain_t *c, int64_t rows, cons
     CHECK_OK(rf_chain_split_covered(s->h, p.slice, p.blocks));
     /* the regions the generator checks: ordered, aligned, the ring last */
     CHECK(p.h_offset >= p.tile_rows * p.x_stride * 2 && p.h_offset % 128 == 0);
-    /* the arrivals' region (an mbarrier and a flag per output chunk) lies before the ring */
-    CHECK(p.arrive_offset % 16 == 0 && p.arrive_offset >= p.stats_offset + p.tile_rows * 8);
-    CHECK(p.weight_smem_offset >= p.arrive_offset + 12 * p.n_chunks2 &&
+    CHECK(p.weight_smem_offset >= p.stats_offset + p.tile_rows * 8 &&
           p.weight_smem_offset % 128 == 0);
     CHECK(p.x_stride >= s->c && p.h_stride >= p.slice);
-    CHECK(rf_chain_stream_scratch_bytes(p.blocks, s->n, rows, p.tile_rows, p.n_chunks2) ==
-          4 * ((int64_t)p.blocks * rows * s->n + p.row_tiles * p.n_chunks2));
+    CHECK(rf_chain_stream_scratch_bytes(p.blocks, s->n, rows, p.tile_rows) ==
+          4 * ((int64_t)p.blocks * rows * s->n + p.row_tiles * 2));
 }
 
 static void test_llama_widths(const rf_target_t *t) {

@@ -15,22 +15,22 @@ Chain: [norm] -> first (linear with activations, or gated) -> hidden h (fp16) ->
      zero past H.
   3. The block's rows of W2 stream through the same ring in [k_chunk2 x n_chunk2] tiles;
      per output chunk j (the blocks start at chunk b mod n_chunks2) the block's partial
-     [rows, n_chunk2] (fp32) goes to scratch[b, row, col], every MMA thread arrives on the
-     chunk's mbarrier in shared memory (release, CTA scope) and goes on to the next chunk.
-  4. The arrival warp (the block's last warp; it streams nothing) counts the block's
-     arrivals in chunk order: a lane whose chunk's mbarrier has completed (acquire, CTA
-     scope) fences (release, GPU scope) and adds 1 to the chunk's counter (acq_rel, GPU
-     scope), as many chunks at once as have completed (up to 31, one lane each, their
-     round trips together); the lane whose add takes the counter to `blocks` marks the
-     chunk as this block's to reduce. So the weight stream never waits for a counter (it
-     did when the MMA warps counted: two L2 round trips per output chunk).
-  5. After the row tile (one block barrier) the MMA threads reduce every chunk marked for
-     this block: a fence (acquire), the chunk's partials over blocks 0, 1, ..., blocks - 1
-     in that order, b2, the epilogue (act, + X), Y; the counter reset to 0 for the next
-     launch. The partials reach the reducer by cp.async through the idle weight ring, a
-     group of blocks into each half in turn (the next group in flight while one is summed),
-     so the reduction is bound by the SM's L2 bandwidth rather than by how many loads its
-     registers can hold (the register path remains for a ring too small for two groups).
+     [rows, n_chunk2] (fp32) goes to scratch[b, row, col] and the warps go on to the next
+     chunk: the stream never waits for another block.
+  4. After the row tile the block arrives once: a barrier (every partial store issued),
+     then one thread fences (release, GPU scope) and adds 1 to the tile's arrival counter.
+  5. Every block then reduces its own `reduce_cols` columns of Y, [b * reduce_cols,
+     (b + 1) * reduce_cols) (none where that starts past N): one thread waits until the
+     arrival counter reaches `blocks` (acquire, GPU scope), a barrier, a fence (acquire),
+     then the columns' partials over blocks 0, 1, ..., blocks - 1 in that order, b2, the
+     epilogue (act, + X), Y. The partials reach the reducer by cp.async through the idle
+     weight ring, a group of blocks into each half in turn (the next group in flight while
+     one is summed), so every SM reduces 1/blocks of Y at once and no block reduces alone
+     (the register path remains for a ring too small for two groups). The block then adds
+     1 to the tile's read counter (acq_rel); the block whose add takes it to `blocks`
+     (every block has seen the arrivals) resets both counters to 0 for the next launch.
+     Waiting for every block needs every block resident at once: the plan's grid is at
+     most the SM count at one block per SM; a block that waits past the watchdog traps.
 The ring is one cp.async group per tile: tile t waits for all but the newest
 weight_buffers - 2 groups, one barrier of the MMA warps, then tile t + weight_buffers - 1 is
 issued into the buffer tile t - 1 used (every MMA warp has passed the barrier after reading
@@ -41,22 +41,17 @@ reference counts a dot product as 16-product MMA steps (src/chain/chain.h); the 
 instruction keeps this kernel inside it at every row count up to 64, where CUDA-core FMAs
 would need another bound and would be compute-bound at 16 rows or more.
 
-Scratch (fp32 [blocks, rows, N] partials at element 0, then int32 counters [row tiles,
-n_chunks2]) is the runtime's; it zeroes the counters once.
+Scratch (fp32 [blocks, rows, N] partials at element 0, then int32 counters [row tiles, 2]:
+arrivals, reads) is the runtime's; it zeroes the counters once.
 
-Planted faults (tests of the checks only): stream_no_fence (neither fence, relaxed
-counter), stream_early_reduce (the next-to-last block to arrive reduces, before the last
-block's partial is written: the off-by-one in the reducer's test), stream_no_arrive_wait
-(the arrival warp counts a chunk without waiting for its mbarrier, so the counter can reach
-`blocks` before a partial is stored).
-They are judged in a checking build (check_delay > 0: the last block's MMA threads spin that
-many SM clocks before each of its partial stores, while every other block runs ahead and
-reduces after its row tile): a reducer that does not wait for every block's partial then
-reads the NaN the check writes into the partials before each replay rather than the
-previous launch's equal value. One slow block rather than many: a reducer that acts too
-early resets the counter after its reduction, so with many late blocks a later arrival
-reduces the chunk again, after every partial is in, and overwrites the wrong Y (as the
-first-to-arrive form of early-reduce did on the GPU with the odd blocks slow).
+Planted faults (tests of the checks only): stream_no_fence (neither fence, the counters
+relaxed), stream_early_reduce (the reducers wait for blocks - 1 arrivals: the off-by-one
+that reads a partial before it is written), stream_no_reset (the last reader resets the
+read counter but not the arrivals, so the next launch's reducers pass their wait at once).
+They are judged in a checking build (check_delay > 0: the last block's threads spin that
+many SM clocks before its first partial store of a row tile, while every other block runs
+ahead): a reducer that does not wait for every block's partial then reads the NaN the check
+writes into the partials before each replay rather than the previous launch's equal value.
 """
 
 from __future__ import annotations
@@ -93,13 +88,12 @@ MODE = "chain_stream"
 REDUCE_BATCH = 8
 REDUCE_REGS = 64
 # Blocks a reduction group holds at most (its copies and adds are unrolled)
-REDUCE_GROUP_MAX = 32
-FAULTS = ("", "stream_no_fence", "stream_early_reduce", "stream_no_arrive_wait")
+REDUCE_GROUP_MAX = 64
+FAULTS = ("", "stream_no_fence", "stream_early_reduce", "stream_no_reset")
 # The MMA warps' barrier (named; 0 is the whole block's)
 MMA_BARRIER = 1
-# Chunks the arrival warp counts per round trip at most (a lane each; lane 31 stays out so
-# the ballot of ready lanes never has its sign bit set)
-ARRIVE_BATCH = 31
+# Counters per row tile in the scratch: arrivals, reads
+COUNTERS_PER_TILE = 2
 
 
 def _up(a: int, b: int) -> int:
@@ -133,9 +127,9 @@ class StreamPlan:
     h_offset: int
     h_stride: int
     stats_offset: int
-    arrive_offset: int
     weight_smem_offset: int
     ring_bytes: int
+    reduce_cols: int
     smem_pad: int
     fault: str = ""
     # a checking build (0 = none): SM clocks the last block's MMA threads spin before each
@@ -144,8 +138,7 @@ class StreamPlan:
 
     @property
     def threads(self) -> int:
-        """The block: the MMA warps and the arrival warp."""
-        return 32 * (self.warps + 1)
+        return 32 * self.warps
 
     @property
     def mma_threads(self) -> int:
@@ -153,14 +146,14 @@ class StreamPlan:
 
     @property
     def reduce_group(self) -> int:
-        """Blocks' partials of one chunk ([tile_rows, n_chunk2] fp32 each) that half of the
-        weight ring holds: the reducer copies one group into each half in turn (cp.async,
-        the next group in flight while the last is summed); 0 when a half holds none (the
-        reduction then loads the partials into registers)."""
+        """Blocks' partials of a block's reduce columns ([tile_rows, reduce_cols] fp32 each)
+        that half of the weight ring holds: the reducer copies one group into each half in
+        turn (cp.async, the next group in flight while the last is summed); 0 when a half
+        holds none (the reduction then loads the partials into registers)."""
         return min(
             self.blocks,
             REDUCE_GROUP_MAX,
-            self.weight_buffers * self.ring_bytes // (2 * self.tile_rows * self.n_chunk2 * 4),
+            self.weight_buffers * self.ring_bytes // (2 * self.tile_rows * self.reduce_cols * 4),
         )
 
     @property
@@ -226,9 +219,9 @@ class StreamPlan:
                 "h_offset",
                 "h_stride",
                 "stats_offset",
-                "arrive_offset",
                 "weight_smem_offset",
                 "ring_bytes",
+                "reduce_cols",
             )
         }
         norm, first, second = (_int(k, key, name) for key in ("norm", "first", "second"))
@@ -254,16 +247,14 @@ class StreamPlan:
             **ints,
         )
         if _int(k, "threads", name) != plan.threads:
-            raise SpecError(
-                f"{name}: threads {k['threads']} is not 32 * (warps + 1) ({plan.threads}: the "
-                "MMA warps and the arrival warp)"
-            )
+            raise SpecError(f"{name}: threads {k['threads']} is not 32 * warps ({plan.threads})")
         plan.check()
         return plan
 
     def check(self) -> None:
         """Every rule the generator relies on; SpecError naming the first broken one."""
         n, f, s, nm = self.name, self.first, self.second, self.norm
+        N = self.out_width
         if self.tile_rows not in (16, 32, 64) or self.warps not in (4, 8):
             raise SpecError(f"{n}: tile_rows {self.tile_rows} / warps {self.warps} unsupported")
         if nm is not None and (nm.op != "norm" or nm.src != 0):
@@ -293,10 +284,15 @@ class StreamPlan:
                 f"{n}: {self.blocks} blocks of {self.slice} must cover hidden {self.hidden}, "
                 "every block holding a column"
             )
-        if (self.tile_rows * self.n_chunk2) % self.mma_threads:
+        if self.reduce_cols < 8 or self.reduce_cols % 8 or self.blocks * self.reduce_cols < N:
             raise SpecError(
-                f"{n}: a chunk's {self.tile_rows} x {self.n_chunk2} elements must "
-                f"split evenly over {self.mma_threads} MMA threads for the reduction"
+                f"{n}: reduce_cols {self.reduce_cols} must be a multiple of 8 and "
+                f"{self.blocks} blocks of it must cover the {N} output columns"
+            )
+        if (self.tile_rows * self.reduce_cols) % self.mma_threads:
+            raise SpecError(
+                f"{n}: a block's {self.tile_rows} x {self.reduce_cols} reduced elements must "
+                f"split evenly over its {self.mma_threads} threads"
             )
         if self.n_chunks2 * self.n_chunk2 < self.out_width:
             raise SpecError(f"{n}: n_chunks2 x n_chunk2 does not cover out_width")
@@ -309,7 +305,6 @@ class StreamPlan:
             ("x", self.x_offset, self.tile_rows * self.x_stride * 2),
             ("h", self.h_offset, self.tile_rows * self.h_stride * 2),
             ("stats", self.stats_offset, self.tile_rows * 8),
-            ("arrive", self.arrive_offset, 12 * self.n_chunks2),
             ("ring", self.weight_smem_offset, self.weight_buffers * self.ring_bytes),
         )
         for what, off, size in regions:
@@ -410,13 +405,6 @@ class StreamKernel(TileOps):
             cute.recast_ptr(base + p.h_offset, dtype=cutlass.Float16),
             cute.make_layout((tm, p.slice), stride=(p.h_stride, 1)),
         )
-        # per output chunk (in the block's order jj): its mbarrier, then 1 where this block
-        # reduces it
-        mbar = cute.recast_ptr(base + p.arrive_offset, dtype=cutlass.Int64)
-        sLast = cute.make_tensor(
-            cute.recast_ptr(base + p.arrive_offset + 8 * p.n_chunks2, dtype=cutlass.Int32),
-            cute.make_layout(p.n_chunks2),
-        )
         offs = (f.w,) if f.op == "linear" else (f.wg, f.wu)
         gW1 = [
             cute.make_tensor(mWh.iterator + off, cute.make_layout((C, H), stride=(H, 1)))
@@ -429,47 +417,42 @@ class StreamKernel(TileOps):
         nk1 = p.x_cols // p.k_chunk1
         nk2 = p.slice // p.k_chunk2
         nbuf = p.weight_buffers
-        ctx = (mX, mWf, mY, mS, gW1, gW2, ring1, ring2, sX, sH, sLast, mbar, base, h0, bid, tid)
-        if tid == 0:
-            for jj in cutlass.range(p.n_chunks2, unroll=1):
-                cute.arch.mbarrier_init(mbar + jj, p.mma_threads)
-        cute.arch.mbarrier_init_fence()
-        cute.arch.sync_threads()
+        ctx = (mX, mWf, mY, mS, gW1, gW2, ring1, ring2, sX, sH, base, h0, bid, tid)
         ntiles = (rows + tm - 1) // tm
         for rt in cutlass.range(ntiles, unroll=1):
             row0 = rt * tm
             nrows = rows - row0
-            if tid < p.mma_threads:
-                self.stage(mX, sX, row0, nrows, 0, C, tm, p.x_cols, _vec_elems(C, 2), tid)
+            self.stage(mX, sX, row0, nrows, 0, C, tm, p.x_cols, _vec_elems(C, 2), tid)
+            cute.arch.cp_async_commit_group()
+            for t in cutlass.range_constexpr(nbuf - 1):  # the first weights, before X
+                self.issue(ctx, t)
                 cute.arch.cp_async_commit_group()
-                for t in cutlass.range_constexpr(nbuf - 1):  # the first weights, before X
-                    self.issue(ctx, t)
-                    cute.arch.cp_async_commit_group()
-                cute.arch.cp_async_wait_group(nbuf - 1)
-                self.mma_barrier()
-                if cutlass.const_expr(p.norm is not None):
-                    self.norm_x(ctx)
-                self.gemm1(ctx, nk1)
-                self.gemm2(ctx, nk2, rows, row0, nrows)
-                cute.arch.cp_async_wait_group(0)
-            else:
-                self.arrivals(ctx, rt, rows)
-            cute.arch.sync_threads()  # every chunk counted, sLast written
-            if tid < p.mma_threads:
-                for jj in cutlass.range(p.n_chunks2, unroll=1):
-                    if sLast[jj] != 0:
-                        self.reduce(ctx, rt, (jj + bid) % p.n_chunks2, rows, row0, nrows)
-            cute.arch.sync_threads()  # sLast read before the next tile's arrivals rewrite it
+            cute.arch.cp_async_wait_group(nbuf - 1)
+            self.mma_barrier()
+            if cutlass.const_expr(p.norm is not None):
+                self.norm_x(ctx)
+            self.gemm1(ctx, nk1)
+            self.gemm2(ctx, nk2, rows, row0, nrows)
+            cute.arch.cp_async_wait_group(0)
+            self.arrive(ctx, rt, rows)
+            self.reduce(ctx, rt, rows, row0, nrows)
 
     @cute.jit
     def mma_barrier(self):
         cute.arch.barrier(barrier_id=MMA_BARRIER, number_of_threads=self.p.mma_threads)
 
     @cute.jit
+    def counter(self, mS, rows, rt, which: cutlass.Constexpr):
+        """Row tile rt's counter `which` (0: arrivals, 1: reads) in the scratch."""
+        p = self.p
+        off = p.blocks * rows * p.out_width + rt * COUNTERS_PER_TILE + which
+        return cute.recast_ptr(mS.iterator + off, dtype=cutlass.Int32)
+
+    @cute.jit
     def issue(self, ctx, t):
         """cp.async of weight tile t (of the block's sequence: W1 tiles, then W2 tiles) into
         ring buffer t mod weight_buffers; zero fill outside [K, N]."""
-        mX, mWf, mY, mS, gW1, gW2, ring1, ring2, sX, sH, sLast, mbar, base, h0, bid, tid = ctx
+        mX, mWf, mY, mS, gW1, gW2, ring1, ring2, sX, sH, base, h0, bid, tid = ctx
         p = self.p
         C, H, N = p.in_width, p.hidden, p.out_width
         nk1 = p.x_cols // p.k_chunk1
@@ -527,7 +510,7 @@ class StreamKernel(TileOps):
         """LayerNorm / RMSNorm of the staged X in place: one warp per row, statistics in
         fp32 with butterfly shuffles (mean, then the mean of squared deviations), the result
         rounded to fp16, zero past C."""
-        mX, mWf, mY, mS, gW1, gW2, ring1, ring2, sX, sH, sLast, mbar, base, h0, bid, tid = ctx
+        mX, mWf, mY, mS, gW1, gW2, ring1, ring2, sX, sH, base, h0, bid, tid = ctx
         p = self.p
         s = p.norm
         f32 = cutlass.Float32
@@ -556,7 +539,7 @@ class StreamKernel(TileOps):
     def gemm1(self, ctx, nk1: cutlass.Constexpr):
         """The hidden slice: X @ W1[:, slice] (or Wg, Wu) per n_chunk1 columns, k chunks
         streamed; bias and activation (or act(g) * u) in fp32, stored fp16, zero past H."""
-        mX, mWf, mY, mS, gW1, gW2, ring1, ring2, sX, sH, sLast, mbar, base, h0, bid, tid = ctx
+        mX, mWf, mY, mS, gW1, gW2, ring1, ring2, sX, sH, base, h0, bid, tid = ctx
         p, tm, f = self.p, self.tm, self.p.first
         f32 = cutlass.Float32
         nc, kc = p.n_chunk1, p.k_chunk1
@@ -617,9 +600,8 @@ class StreamKernel(TileOps):
 
     @cute.jit
     def gemm2(self, ctx, nk2: cutlass.Constexpr, rows, row0, nrows):
-        """The partials h_slice @ W2[slice, :] per output chunk, each released to the arrival
-        warp through the chunk's mbarrier."""
-        mX, mWf, mY, mS, gW1, gW2, ring1, ring2, sX, sH, sLast, mbar, base, h0, bid, tid = ctx
+        """The partials h_slice @ W2[slice, :] per output chunk, stored to the scratch."""
+        mX, mWf, mY, mS, gW1, gW2, ring1, ring2, sX, sH, base, h0, bid, tid = ctx
         p, tm = self.p, self.tm
         nc, kc = p.n_chunk2, p.k_chunk2
         N = p.out_width
@@ -649,131 +631,117 @@ class StreamKernel(TileOps):
                     )
                     self.mma(tiled_mma, thr_mma, thr_a, thr_b, sA, sB, acc)
             if cutlass.const_expr(p.check_delay > 0):
-                if bid == p.blocks - 1:  # a checking build: the last block's partials land late
-                    check_spin(p.check_delay)
+                if bid == p.blocks - 1 and jj == 0:  # a checking build: the last block's
+                    check_spin(p.check_delay)  # partials land late
             if tid < active:
                 for i in cutlass.range_constexpr(cute.size(acc)):
                     r = tCc[i][0]
                     col = j * nc + tCc[i][1]
                     if r < nrows and col < N:
                         mS[(bid * rows + row0 + r) * N + col] = acc[i]
-            # this thread's stores of the partial, released to the arrival warp (CTA scope)
-            cute.arch.mbarrier_arrive(mbar + jj)
 
     @cute.jit
-    def arrivals(self, ctx, rt, rows):
-        """The arrival warp: counts the block's arrival at every output chunk's counter, in
-        the block's chunk order, the chunks whose partials are stored so far together (one
-        lane each, up to ARRIVE_BATCH); marks in sLast the chunks whose counter it took to
-        `blocks` (module docstring, 4)."""
-        mX, mWf, mY, mS, gW1, gW2, ring1, ring2, sX, sH, sLast, mbar, base, h0, bid, tid = ctx
-        p = self.p
-        n, B, N = p.n_chunks2, p.blocks, p.out_width
-        fenced = p.fault != "stream_no_fence"
-        waits = p.fault != "stream_no_arrive_wait"
-        last = B - 1 if p.fault != "stream_early_reduce" else max(B - 2, 0)
-        lane = tid % 32
-        parity = rt % 2
-        done = cutlass.Int32(0)
-        t0 = cute.arch.globaltimer()
-        while done < n:
-            jj = done + lane
-            ready = cutlass.Boolean(False)
-            if jj < n and lane < ARRIVE_BATCH:
-                if cutlass.const_expr(waits):
-                    ready = cute.arch.mbarrier_test_wait(mbar + jj, parity)
-                else:
-                    ready = cutlass.Boolean(True)
-            # k: the ready lanes 0, 1, ..., k - 1 (the trailing ones of the ballot)
-            mask = cute.arch.vote_ballot_sync(ready)
-            k = cute.arch.popc(mask ^ (mask + 1)) - 1
-            if lane < k:
-                if cutlass.const_expr(fenced):
-                    cute.arch.fence_acq_rel_gpu()  # release: the MMA threads' partial stores
-                ptr = cute.recast_ptr(
-                    mS.iterator + B * rows * N + rt * n + (jj + bid) % n, dtype=cutlass.Int32
-                )
-                if cutlass.const_expr(fenced):
-                    old = cute.arch.atomic_add(ptr, cutlass.Int32(1), sem="acq_rel", scope="gpu")
-                else:
-                    old = cute.arch.atomic_add(ptr, cutlass.Int32(1), sem="relaxed", scope="gpu")
-                flag = cutlass.Int32(0)
-                if old == cutlass.Int32(last):
-                    flag = cutlass.Int32(1)
-                sLast[jj] = flag
-            if k == 0:
-                # nothing ready: sleep on the next chunk's mbarrier (returns at its phase or
-                # after a hardware time limit); a lost arrival traps instead of hanging
-                cute.arch.mbarrier_try_wait(mbar + done, parity)
-                if cute.arch.globaltimer() - t0 > WATCHDOG_NS:
-                    llvm.intr_trap()
-            done = done + k
+    def arrive(self, ctx, rt, rows):
+        """Row tile rt's partials of this block stored: a barrier (every thread's stores
+        issued), then one thread's release fence and add to the tile's arrival counter
+        (module docstring, 4)."""
+        mX, mWf, mY, mS, gW1, gW2, ring1, ring2, sX, sH, base, h0, bid, tid = ctx
+        self.mma_barrier()
+        if tid == 0:
+            if cutlass.const_expr(self.p.fault != "stream_no_fence"):
+                cute.arch.fence_acq_rel_gpu()  # release: the block's partial stores
+            ptr = self.counter(mS, rows, rt, 0)
+            cute.arch.red(ptr, cutlass.Int32(1), op="add", dtype=cutlass.Int32, sem="relaxed",
+                          scope="gpu")  # fmt: skip
 
     @cute.jit
-    def reduce(self, ctx, rt, j, rows, row0, nrows):
-        """Chunk j, whose counter this block took to `blocks`: every block's partial acquired
-        and added in block order 0, 1, ..., blocks - 1, then b2, the epilogue and Y; the
-        counter reset for the next launch. The MMA threads only."""
-        mX, mWf, mY, mS, gW1, gW2, ring1, ring2, sX, sH, sLast, mbar, base, h0, bid, tid = ctx
+    def reduce(self, ctx, rt, rows, row0, nrows):
+        """This block's reduce columns of row tile rt (module docstring, 5): wait for every
+        block's arrival, add the partials in block order 0, 1, ..., blocks - 1, then b2, the
+        epilogue and Y; count this block's read, the last reader resetting the counters."""
+        mX, mWf, mY, mS, gW1, gW2, ring1, ring2, sX, sH, base, h0, bid, tid = ctx
         p = self.p
         s2 = p.second
-        N, nc, B = p.out_width, p.n_chunk2, p.blocks
+        N, B, rc = p.out_width, p.blocks, p.reduce_cols
         fenced = p.fault != "stream_no_fence"
-        counter = B * rows * N + rt * p.n_chunks2 + j
-        if cutlass.const_expr(fenced):
-            cute.arch.fence_acq_rel_gpu()  # acquire: every block's partial of chunk j
-        f32 = cutlass.Float32
-        per = self.tm * nc // p.mma_threads
-        acc = cute.make_rmem_tensor(cute.make_layout(per), f32)
-        if cutlass.const_expr(p.reduce_group > 0):
-            self.sum_staged(ctx, acc, j, rows, row0, nrows)
-        else:
-            self.sum_loaded(ctx, acc, j, rows, row0, nrows)
-        for e in cutlass.range_constexpr(per):
-            idx = tid + e * p.mma_threads
-            r = idx // nc
-            col = j * nc + idx - r * nc
-            if r < nrows and col < N:
-                row = row0 + r
-                v = acc[e]
-                if cutlass.const_expr(s2.b >= 0):
-                    v = v + mWf[s2.b + col]
-                for op, arg in s2.epilogue:
-                    if cutlass.const_expr(op == "act"):
-                        v = _act(arg, v)
-                    else:
-                        v = v + mX[row, col].to(f32)
-                mY[row, col] = v
+        want = B if p.fault != "stream_early_reduce" else B - 1
         if tid == 0:
-            ptr = cute.recast_ptr(mS.iterator + counter, dtype=cutlass.Int32)
-            cute.arch.atomic_exch(ptr, cutlass.Int32(0), sem="relaxed", scope="gpu")
+            arrived = self.counter(mS, rows, rt, 0)
+            t0 = cute.arch.globaltimer()
+            sem = "acquire" if fenced else "relaxed"
+            seen = cute.arch.load(arrived, cutlass.Int32, sem=sem, scope="gpu")
+            while seen < cutlass.Int32(want):
+                if cute.arch.globaltimer() - t0 > WATCHDOG_NS:
+                    llvm.intr_trap()  # a block never arrived: trap rather than hang
+                seen = cute.arch.load(arrived, cutlass.Int32, sem=sem, scope="gpu")
+        self.mma_barrier()
+        if cutlass.const_expr(fenced):
+            cute.arch.fence_acq_rel_gpu()  # acquire: every block's partials, for every thread
+        c0 = bid * rc
+        if c0 < N:
+            f32 = cutlass.Float32
+            per = self.tm * rc // p.mma_threads
+            acc = cute.make_rmem_tensor(cute.make_layout(per), f32)
+            if cutlass.const_expr(p.reduce_group > 0):
+                self.sum_staged(ctx, acc, c0, rows, row0, nrows)
+            else:
+                self.sum_loaded(ctx, acc, c0, rows, row0, nrows)
+            for e in cutlass.range_constexpr(per):
+                idx = tid + e * p.mma_threads
+                r = idx // rc
+                col = c0 + idx - r * rc
+                if r < nrows and col < N:
+                    row = row0 + r
+                    v = acc[e]
+                    if cutlass.const_expr(s2.b >= 0):
+                        v = v + mWf[s2.b + col]
+                    for op, arg in s2.epilogue:
+                        if cutlass.const_expr(op == "act"):
+                            v = _act(arg, v)
+                        else:
+                            v = v + mX[row, col].to(f32)
+                    mY[row, col] = v
+        self.mma_barrier()  # every read of the partials done
+        if tid == 0:
+            old = cute.arch.atomic_add(
+                self.counter(mS, rows, rt, 1), cutlass.Int32(1), sem="acq_rel", scope="gpu"
+            )
+            if old == cutlass.Int32(B - 1):  # every block has read: reset for the next launch
+                if cutlass.const_expr(p.fault != "stream_no_reset"):
+                    cute.arch.atomic_exch(
+                        self.counter(mS, rows, rt, 0), cutlass.Int32(0), sem="relaxed",
+                        scope="gpu",
+                    )  # fmt: skip
+                cute.arch.atomic_exch(
+                    self.counter(mS, rows, rt, 1), cutlass.Int32(0), sem="relaxed", scope="gpu"
+                )
 
     @cute.jit
-    def sum_staged(self, ctx, acc, j, rows, row0, nrows):
-        """Chunk j's partials summed in block order through shared memory: groups of
-        `reduce_group` blocks copied by cp.async into the two halves of the (idle) weight
-        ring in turn, group g + 1 in flight while group g is summed; rows past nrows and
-        columns past N are zero-filled. Into acc: this thread's `per` sums (element
-        tid + e * mma_threads of the [tile_rows, n_chunk2] chunk)."""
-        mX, mWf, mY, mS, gW1, gW2, ring1, ring2, sX, sH, sLast, mbar, base, h0, bid, tid = ctx
+    def sum_staged(self, ctx, acc, c0, rows, row0, nrows):
+        """The partials of columns [c0, c0 + reduce_cols) summed in block order through
+        shared memory: groups of `reduce_group` blocks copied by cp.async into the two halves
+        of the (idle) weight ring in turn, group g + 1 in flight while group g is summed;
+        rows past nrows and columns past N are zero-filled. Into acc: this thread's `per`
+        sums (element tid + e * mma_threads of the [tile_rows, reduce_cols] tile)."""
+        mX, mWf, mY, mS, gW1, gW2, ring1, ring2, sX, sH, base, h0, bid, tid = ctx
         p, tm = self.p, self.tm
-        N, nc, B, G = p.out_width, p.n_chunk2, p.blocks, p.reduce_group
+        N, rc, B, G = p.out_width, p.reduce_cols, p.blocks, p.reduce_group
         f32 = cutlass.Float32
-        per = tm * nc // p.mma_threads
+        per = tm * rc // p.mma_threads
         ngroups = (B + G - 1) // G
-        # [tm, nc, slot, half] fp32 over the ring
+        # [tm, rc, slot, half] fp32 over the ring
         stg = cute.make_tensor(
             cute.recast_ptr(base + p.weight_smem_offset, dtype=f32),
-            cute.make_layout((tm, nc, G, 2), stride=(nc, 1, tm * nc, G * tm * nc)),
+            cute.make_layout((tm, rc, G, 2), stride=(rc, 1, tm * rc, G * tm * rc)),
         )
         vec = _vec_elems(N, 4)
         for e in cutlass.range_constexpr(per):
             acc[e] = f32(-0.0)  # -0 + x is x for every x: the first add is block 0 itself
-        self.stage_group(mS, stg, 0, 0, j, rows, row0, nrows, vec, tid)
+        self.stage_group(mS, stg, 0, 0, c0, rows, row0, nrows, vec, tid)
         cute.arch.cp_async_commit_group()
         for g in cutlass.range(ngroups, unroll=1):
             if g + 1 < ngroups:
-                self.stage_group(mS, stg, g + 1, (g + 1) % 2, j, rows, row0, nrows, vec, tid)
+                self.stage_group(mS, stg, g + 1, (g + 1) % 2, c0, rows, row0, nrows, vec, tid)
             cute.arch.cp_async_commit_group()  # (empty after the last group)
             cute.arch.cp_async_wait_group(1)  # group g landed
             self.mma_barrier()
@@ -782,15 +750,16 @@ class StreamKernel(TileOps):
                 if g * G + slot < B:
                     for e in cutlass.range_constexpr(per):
                         idx = tid + e * p.mma_threads
-                        r = idx // nc
-                        acc[e] = acc[e] + stg[r, idx - r * nc, slot, half]
+                        r = idx // rc
+                        acc[e] = acc[e] + stg[r, idx - r * rc, slot, half]
             self.mma_barrier()  # half g % 2 read before group g + 2 refills it
 
     @cute.jit
-    def stage_group(self, mS, stg, g, half, j, rows, row0, nrows, vec: cutlass.Constexpr, tid):
-        """cp.async of blocks g * reduce_group, ...'s partials of chunk j into `half`."""
+    def stage_group(self, mS, stg, g, half, c0, rows, row0, nrows, vec: cutlass.Constexpr, tid):
+        """cp.async of blocks g * reduce_group, ...'s partials of columns [c0, c0 +
+        reduce_cols) into `half`."""
         p = self.p
-        N, nc, B, G = p.out_width, p.n_chunk2, p.blocks, p.reduce_group
+        N, rc, B, G = p.out_width, p.reduce_cols, p.blocks, p.reduce_group
         for slot in cutlass.range_constexpr(G):
             b = g * G + slot
             if b < B:
@@ -799,33 +768,31 @@ class StreamKernel(TileOps):
                     off = cute.assume(off, divby=vec)
                 gp = cute.make_tensor(mS.iterator + off, cute.make_layout((rows, N), stride=(N, 1)))
                 self.stage(
-                    gp, stg[None, None, slot, half], row0, nrows, j * nc, N - j * nc,
-                    self.tm, nc, vec, tid,
+                    gp, stg[None, None, slot, half], row0, nrows, c0, N - c0, self.tm, rc, vec,
+                    tid,
                 )  # fmt: skip
 
     @cute.jit
-    def sum_loaded(self, ctx, acc, j, rows, row0, nrows):
-        """Chunk j's partials summed in block order from registers (the ring cannot hold
-        two groups): REDUCE_BATCH blocks' loads in flight before their adds (the order of
-        the adds, and so the result, is that of one block at a time)."""
-        mX, mWf, mY, mS, gW1, gW2, ring1, ring2, sX, sH, sLast, mbar, base, h0, bid, tid = ctx
+    def sum_loaded(self, ctx, acc, c0, rows, row0, nrows):
+        """The partials of columns [c0, c0 + reduce_cols) summed in block order from
+        registers (the ring cannot hold two groups): REDUCE_BATCH blocks' loads in flight
+        before their adds (the order of the adds, and so the result, is that of one block at
+        a time)."""
+        mX, mWf, mY, mS, gW1, gW2, ring1, ring2, sX, sH, base, h0, bid, tid = ctx
         p = self.p
-        N, nc, B = p.out_width, p.n_chunk2, p.blocks
+        N, rc, B = p.out_width, p.reduce_cols, p.blocks
         f32 = cutlass.Float32
-        per = self.tm * nc // p.mma_threads
+        per = self.tm * rc // p.mma_threads
         at = cute.make_rmem_tensor(cute.make_layout(per), cutlass.Int32)
         for e in cutlass.range_constexpr(per):
             idx = tid + e * p.mma_threads
-            r = idx // nc
-            col = j * nc + idx - r * nc
+            r = idx // rc
+            col = c0 + idx - r * rc
             acc[e] = f32(0.0)
             at[e] = cutlass.Int32(-1)
             if r < nrows and col < N:
                 at[e] = (row0 + r) * N + col
         step = rows * N  # one block's partials
-        # block 0's partial, then the others in order, REDUCE_BATCH blocks' loads in
-        # flight before their adds (the order of the adds, and so the result, is the
-        # same as one block at a time; the loads no longer wait for each other)
         for e in cutlass.range_constexpr(per):
             if at[e] >= 0:
                 acc[e] = mS[at[e]]

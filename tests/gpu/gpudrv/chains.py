@@ -253,21 +253,23 @@ FAULT_PACKAGES = {
     "gpt2_ffn-64-wgmma-nostore": (64, "conventional-wgmma", "conv-no-store"),
     "gpt2_ffn-4-stream-early": (4, "chain-stream", "stream-early-reduce"),
     "gpt2_ffn-16-stream-early": (16, "chain-stream", "stream-early-reduce"),
-    "gpt2_ffn-4-stream-noarrive": (4, "chain-stream", "stream-no-arrive-wait"),
-    "gpt2_ffn-64-stream-noarrive": (64, "chain-stream", "stream-no-arrive-wait"),
+    "gpt2_ffn-4-stream-noreset": (4, "chain-stream", "stream-no-reset"),
+    "gpt2_ffn-64-stream-noreset": (64, "chain-stream", "stream-no-reset"),
 }
 # (stream-no-fence is not among them: its unfenced partial stores reach the L2 long before
 # any other block reads them, so no output shows the missing fences; on an H100 it passed
-# the checking build too. test_chain_stream.py checks its PTX instead.)
+# the checking build too. test_chain_stream.py checks its PTX instead. stream-no-reset is
+# caught from the second replay: the arrival counter left set lets every reducer through.)
 # The streaming kernel's checking build: its last block spins this many SM clocks (about
-# 100 us) before each partial store, far longer than another block's whole row tile at
-# these widths, so a reducer that does not wait for every block reads the poison. The
+# 100 us) before its first partial store of a row tile, far longer than another block's
+# whole row tile at these widths, so a reducer that does not wait for every block reads the
+# poison. The
 # same build of the correct kernel (name -> rows) must pass: the delays break nothing.
 STREAM_CHECK_DELAY = 200_000
 STREAM_CHECK_BUILDS = {"gpt2_ffn-4-stream-delay": 4, "gpt2_ffn-64-stream-delay": 64}
 
 # packages compute-sanitizer runs on (memcheck and racecheck, at the package's rows): the
-# streaming kernel (its arrival warp and mbarriers), the conventional schedules' kernels of
+# streaming kernel (its cross-block wait and reduction), the conventional schedules' kernels of
 # three kinds, from 7 to 1,000 rows, and the Hopper GEMMs
 SANITIZE = (
     "gpt2_ffn-4",
