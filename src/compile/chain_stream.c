@@ -187,6 +187,9 @@ rf_status_t rf_chain_stream_plan_make(const rf_chain_t *c, int64_t rows, const r
                   (long long)p->smem_bytes, (long long)s->c, t->name, t->smem_per_block);
 fits:
     p->row_tiles = (int)rf_div_up(rows, p->tile_rows);
+    p->reduce_rows = 1;
+    while (p->reduce_rows < rows && p->reduce_rows < p->tile_rows)
+        p->reduce_rows *= 2;
     if (blocks_per_sm(p, t) < 1)
         return RF_ERR(RF_CODE_UNSUPPORTED, "the streaming kernel leaves no block resident");
     p->cost_us = stream_cost(p);
@@ -297,6 +300,7 @@ static void write_entry(rf_json_writer_t *w, const rf_chain_plan_t *p,
     rf_json_key_int(w, "weight_smem_offset", s->weight_smem_offset);
     rf_json_key_int(w, "ring_bytes", s->ring_bytes);
     rf_json_key_int(w, "reduce_cols", s->reduce_cols);
+    rf_json_key_int(w, "reduce_rows", s->reduce_rows);
     rf_json_key_string(w, "weight_layout", "row_major");
     rf_chain_json_values(w, p, 0);
     rf_chain_json_stages(w, p);

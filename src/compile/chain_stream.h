@@ -81,6 +81,9 @@ typedef struct rf_chain_stream_plan {
     int k_chunk1, n_chunk1, k_chunk2, n_chunk2, n_chunks2;
     int weight_buffers;
     int reduce_cols; /* Y columns each block reduces: [b * reduce_cols, (b + 1) * ...) */
+    int reduce_rows; /* rows per reduction pass: the rows rounded up to a power of two, at
+                      * most the tile (a pass's partials of every block fit the ring at once
+                      * at few rows) */
     int64_t x_offset, x_stride, h_offset, h_stride, stats_offset;
     int64_t weight_smem_offset, ring_bytes, smem_bytes;
     int64_t weight_bytes; /* W1 (Wg + Wu) and W2 in fp16 */

@@ -101,16 +101,19 @@ def test_auto_picks_the_stream_for_few_rows(swiglu):
 
 
 def test_reduction_through_the_ring(swiglu):
-    """Each block copies a group of blocks' partials of its reduce columns into one half of
-    the idle weight ring: two groups fit, every block is in one, and the kernel asks for one
-    resident block per SM (so ptxas does not spill to fit more)."""
+    """Each block copies a group of blocks' partials of its reduce columns (a pass of
+    reduce_rows rows) into one half of the idle weight ring: two groups fit, every block is
+    in one, and the kernel asks for one resident block per SM (so ptxas does not spill to
+    fit more)."""
     from rowfuse.kernels.chain_stream import StreamPlan  # noqa: PLC0415
 
     tmp, model = swiglu
     _, _, k, facts, ptx = _compile(model, tmp / "reduce")
     spec = json.loads((tmp / "reduce" / "kernel_spec.json").read_text())["kernels"][0]
     p = StreamPlan.from_spec(spec, 8)
-    group = p.tile_rows * p.reduce_cols * 4
+    # a pass of the reduction: the 4 rows planned for (a power of two, at most the tile)
+    assert p.reduce_rows == 4 and p.tile_rows % p.reduce_rows == 0
+    group = p.reduce_rows * p.reduce_cols * 4
     assert 0 < p.reduce_group <= p.blocks
     assert 2 * p.reduce_group * group <= p.weight_buffers * p.ring_bytes
     assert ".minnctapersm 1" in ptx and facts.get("sass_local", 0) == 0

@@ -89,6 +89,11 @@ static void check_plan(const char *what, const rf_chain_t *c, int64_t rows, cons
     /* every block reduces a share of Y's columns; together they cover it */
     CHECK(p.reduce_cols % 8 == 0 && (int64_t)p.blocks * p.reduce_cols >= s->n &&
           (int64_t)p.blocks * (p.reduce_cols - 8) < s->n);
+    /* a reduction pass: the rows rounded up to a power of two, at most the tile */
+    CHECK(p.reduce_rows >= 1 && (p.reduce_rows & (p.reduce_rows - 1)) == 0);
+    CHECK(p.tile_rows % p.reduce_rows == 0 &&
+          (p.reduce_rows >= rows || p.reduce_rows == p.tile_rows) &&
+          (p.reduce_rows == 1 || p.reduce_rows / 2 < rows));
     CHECK(p.tile_rows % 16 == 0 && p.tile_rows <= 64 && p.row_tiles * p.tile_rows >= rows);
     CHECK(p.row_tiles == (rows + p.tile_rows - 1) / p.tile_rows);
     CHECK(p.smem_bytes <= t->smem_per_block && p.weight_buffers >= 2);

@@ -23,10 +23,12 @@ Chain: [norm] -> first (linear with activations, or gated) -> hidden h (fp16) ->
      (b + 1) * reduce_cols) (none where that starts past N): one thread waits until the
      arrival counter reaches `blocks` (acquire, GPU scope), a barrier, a fence (acquire),
      then the columns' partials over blocks 0, 1, ..., blocks - 1 in that order, b2, the
-     epilogue (act, + X), Y. The partials reach the reducer by cp.async through the idle
-     weight ring, a group of blocks into each half in turn (the next group in flight while
-     one is summed), so every SM reduces 1/blocks of Y at once and no block reduces alone
-     (the register path remains for a ring too small for two groups). The block then adds
+     epilogue (act, + X), Y, `reduce_rows` rows at a time (the plan's rows rounded up to a
+     power of two, at most the tile: at one row a group holds 16x the blocks of a whole
+     tile). The partials reach the reducer by cp.async through the idle weight ring, a
+     group of blocks into each half in turn (the next group in flight while one is summed),
+     so every SM reduces 1/blocks of Y at once and no block reduces alone (the register
+     path remains for a ring too small for two groups). The block then adds
      1 to the tile's read counter (acq_rel); the block whose add takes it to `blocks`
      (every block has seen the arrivals) resets both counters to 0 for the next launch.
      Waiting for every block needs every block resident at once: the plan's grid is at
@@ -88,7 +90,7 @@ MODE = "chain_stream"
 REDUCE_BATCH = 8
 REDUCE_REGS = 64
 # Blocks a reduction group holds at most (its copies and adds are unrolled)
-REDUCE_GROUP_MAX = 64
+REDUCE_GROUP_MAX = 128
 FAULTS = ("", "stream_no_fence", "stream_early_reduce", "stream_no_reset")
 # The MMA warps' barrier (named; 0 is the whole block's)
 MMA_BARRIER = 1
@@ -130,6 +132,7 @@ class StreamPlan:
     weight_smem_offset: int
     ring_bytes: int
     reduce_cols: int
+    reduce_rows: int
     smem_pad: int
     fault: str = ""
     # a checking build (0 = none): SM clocks the last block's MMA threads spin before each
@@ -146,15 +149,26 @@ class StreamPlan:
 
     @property
     def reduce_group(self) -> int:
-        """Blocks' partials of a block's reduce columns ([tile_rows, reduce_cols] fp32 each)
-        that half of the weight ring holds: the reducer copies one group into each half in
-        turn (cp.async, the next group in flight while the last is summed); 0 when a half
+        """Blocks' partials of a block's reduce columns ([reduce_rows, reduce_cols] fp32
+        each) that half of the weight ring holds: the reducer copies one group into each half
+        in turn (cp.async, the next group in flight while the last is summed); 0 when a half
         holds none (the reduction then loads the partials into registers)."""
         return min(
             self.blocks,
             REDUCE_GROUP_MAX,
-            self.weight_buffers * self.ring_bytes // (2 * self.tile_rows * self.reduce_cols * 4),
+            self.weight_buffers * self.ring_bytes // (2 * self.reduce_elems * 4),
         )
+
+    @property
+    def reduce_elems(self) -> int:
+        """Elements of one reduction pass: [reduce_rows, reduce_cols]."""
+        return self.reduce_rows * self.reduce_cols
+
+    @property
+    def reduce_per(self) -> int:
+        """A thread's elements of a pass (element tid + e * threads, those below
+        reduce_elems)."""
+        return -(-self.reduce_elems // self.mma_threads)
 
     @property
     def gated(self) -> bool:
@@ -222,6 +236,7 @@ class StreamPlan:
                 "weight_smem_offset",
                 "ring_bytes",
                 "reduce_cols",
+                "reduce_rows",
             )
         }
         norm, first, second = (_int(k, key, name) for key in ("norm", "first", "second"))
@@ -289,11 +304,9 @@ class StreamPlan:
                 f"{n}: reduce_cols {self.reduce_cols} must be a multiple of 8 and "
                 f"{self.blocks} blocks of it must cover the {N} output columns"
             )
-        if (self.tile_rows * self.reduce_cols) % self.mma_threads:
-            raise SpecError(
-                f"{n}: a block's {self.tile_rows} x {self.reduce_cols} reduced elements must "
-                f"split evenly over its {self.mma_threads} threads"
-            )
+        rr = self.reduce_rows
+        if rr < 1 or rr & (rr - 1) or self.tile_rows % rr:
+            raise SpecError(f"{n}: reduce_rows {rr} must be a power of two dividing the tile")
         if self.n_chunks2 * self.n_chunk2 < self.out_width:
             raise SpecError(f"{n}: n_chunks2 x n_chunk2 does not cover out_width")
         if self.weight_buffers < 2 or self.tiles1 + self.tiles2 < self.weight_buffers - 1:
@@ -661,7 +674,6 @@ class StreamKernel(TileOps):
         epilogue and Y; count this block's read, the last reader resetting the counters."""
         mX, mWf, mY, mS, gW1, gW2, ring1, ring2, sX, sH, base, h0, bid, tid = ctx
         p = self.p
-        s2 = p.second
         N, B, rc = p.out_width, p.blocks, p.reduce_cols
         fenced = p.fault != "stream_no_fence"
         want = B if p.fault != "stream_early_reduce" else B - 1
@@ -678,29 +690,12 @@ class StreamKernel(TileOps):
         if cutlass.const_expr(fenced):
             cute.arch.fence_acq_rel_gpu()  # acquire: every block's partials, for every thread
         c0 = bid * rc
+        rr = p.reduce_rows
         if c0 < N:
-            f32 = cutlass.Float32
-            per = self.tm * rc // p.mma_threads
-            acc = cute.make_rmem_tensor(cute.make_layout(per), f32)
-            if cutlass.const_expr(p.reduce_group > 0):
-                self.sum_staged(ctx, acc, c0, rows, row0, nrows)
-            else:
-                self.sum_loaded(ctx, acc, c0, rows, row0, nrows)
-            for e in cutlass.range_constexpr(per):
-                idx = tid + e * p.mma_threads
-                r = idx // rc
-                col = c0 + idx - r * rc
-                if r < nrows and col < N:
-                    row = row0 + r
-                    v = acc[e]
-                    if cutlass.const_expr(s2.b >= 0):
-                        v = v + mWf[s2.b + col]
-                    for op, arg in s2.epilogue:
-                        if cutlass.const_expr(op == "act"):
-                            v = _act(arg, v)
-                        else:
-                            v = v + mX[row, col].to(f32)
-                    mY[row, col] = v
+            for ps in cutlass.range(self.tm // rr, unroll=1):
+                r0 = ps * rr  # this pass: the tile's rows [r0, r0 + reduce_rows)
+                if r0 < nrows:
+                    self.reduce_pass(ctx, c0, rows, row0 + r0, nrows - r0)
         self.mma_barrier()  # every read of the partials done
         if tid == 0:
             old = cute.arch.atomic_add(
@@ -717,22 +712,53 @@ class StreamKernel(TileOps):
                 )
 
     @cute.jit
+    def reduce_pass(self, ctx, c0, rows, row0, nrows):
+        """Rows [row0, row0 + min(nrows, reduce_rows)) of this block's reduce columns: the
+        partials summed in block order, b2, the epilogue, Y."""
+        mX, mWf, mY, mS, gW1, gW2, ring1, ring2, sX, sH, base, h0, bid, tid = ctx
+        p = self.p
+        s2 = p.second
+        N, rc, per = p.out_width, p.reduce_cols, p.reduce_per
+        f32 = cutlass.Float32
+        acc = cute.make_rmem_tensor(cute.make_layout(per), f32)
+        if cutlass.const_expr(p.reduce_group > 0):
+            self.sum_staged(ctx, acc, c0, rows, row0, nrows)
+        else:
+            self.sum_loaded(ctx, acc, c0, rows, row0, nrows)
+        for e in cutlass.range_constexpr(per):
+            idx = tid + e * p.mma_threads
+            r = idx // rc
+            col = c0 + idx - r * rc
+            if idx < p.reduce_elems and r < nrows and col < N:
+                row = row0 + r
+                v = acc[e]
+                if cutlass.const_expr(s2.b >= 0):
+                    v = v + mWf[s2.b + col]
+                for op, arg in s2.epilogue:
+                    if cutlass.const_expr(op == "act"):
+                        v = _act(arg, v)
+                    else:
+                        v = v + mX[row, col].to(f32)
+                mY[row, col] = v
+
+    @cute.jit
     def sum_staged(self, ctx, acc, c0, rows, row0, nrows):
         """The partials of columns [c0, c0 + reduce_cols) summed in block order through
         shared memory: groups of `reduce_group` blocks copied by cp.async into the two halves
         of the (idle) weight ring in turn, group g + 1 in flight while group g is summed;
-        rows past nrows and columns past N are zero-filled. Into acc: this thread's `per`
-        sums (element tid + e * mma_threads of the [tile_rows, reduce_cols] tile)."""
+        rows past nrows and columns past N are zero-filled. Into acc: this thread's
+        `reduce_per` sums (element tid + e * mma_threads of the pass's [reduce_rows,
+        reduce_cols])."""
         mX, mWf, mY, mS, gW1, gW2, ring1, ring2, sX, sH, base, h0, bid, tid = ctx
-        p, tm = self.p, self.tm
+        p, rr = self.p, self.p.reduce_rows
         N, rc, B, G = p.out_width, p.reduce_cols, p.blocks, p.reduce_group
         f32 = cutlass.Float32
-        per = tm * rc // p.mma_threads
+        per, E = p.reduce_per, p.reduce_elems
         ngroups = (B + G - 1) // G
-        # [tm, rc, slot, half] fp32 over the ring
+        # [rr, rc, slot, half] fp32 over the ring
         stg = cute.make_tensor(
             cute.recast_ptr(base + p.weight_smem_offset, dtype=f32),
-            cute.make_layout((tm, rc, G, 2), stride=(rc, 1, tm * rc, G * tm * rc)),
+            cute.make_layout((rr, rc, G, 2), stride=(rc, 1, E, G * E)),
         )
         vec = _vec_elems(N, 4)
         for e in cutlass.range_constexpr(per):
@@ -750,8 +776,9 @@ class StreamKernel(TileOps):
                 if g * G + slot < B:
                     for e in cutlass.range_constexpr(per):
                         idx = tid + e * p.mma_threads
-                        r = idx // rc
-                        acc[e] = acc[e] + stg[r, idx - r * rc, slot, half]
+                        if cutlass.const_expr((e + 1) * p.mma_threads <= E) or idx < E:
+                            r = idx // rc
+                            acc[e] = acc[e] + stg[r, idx - r * rc, slot, half]
             self.mma_barrier()  # half g % 2 read before group g + 2 refills it
 
     @cute.jit
@@ -768,8 +795,8 @@ class StreamKernel(TileOps):
                     off = cute.assume(off, divby=vec)
                 gp = cute.make_tensor(mS.iterator + off, cute.make_layout((rows, N), stride=(N, 1)))
                 self.stage(
-                    gp, stg[None, None, slot, half], row0, nrows, c0, N - c0, self.tm, rc, vec,
-                    tid,
+                    gp, stg[None, None, slot, half], row0, nrows, c0, N - c0, p.reduce_rows, rc,
+                    vec, tid,
                 )  # fmt: skip
 
     @cute.jit
@@ -782,7 +809,7 @@ class StreamKernel(TileOps):
         p = self.p
         N, rc, B = p.out_width, p.reduce_cols, p.blocks
         f32 = cutlass.Float32
-        per = self.tm * rc // p.mma_threads
+        per = p.reduce_per
         at = cute.make_rmem_tensor(cute.make_layout(per), cutlass.Int32)
         for e in cutlass.range_constexpr(per):
             idx = tid + e * p.mma_threads
@@ -790,7 +817,7 @@ class StreamKernel(TileOps):
             col = c0 + idx - r * rc
             acc[e] = f32(0.0)
             at[e] = cutlass.Int32(-1)
-            if r < nrows and col < N:
+            if idx < p.reduce_elems and r < nrows and col < N:
                 at[e] = (row0 + r) * N + col
         step = rows * N  # one block's partials
         for e in cutlass.range_constexpr(per):
