@@ -128,7 +128,7 @@ rf_status_t rf_chain_stream_plan_make(const rf_chain_t *c, int64_t rows, const r
     RF_RETURN_IF_ERROR_PLAIN(rf_chain_stream_shape(c, &p->shape));
     const rf_chain_stream_shape_t *s = &p->shape;
     p->rows = rows;
-    p->warps = 4;
+    p->warps = RF_STREAM_WARPS;
     p->k_chunk1 = (int)(s->c >= 64 ? 64 : rf_round_up(s->c, 16));
     p->n_chunk2 = (int)(s->n >= 64 ? 64 : rf_round_up(s->n, 16));
     p->n_chunks2 = (int)rf_div_up(s->n, p->n_chunk2);
@@ -158,8 +158,8 @@ rf_status_t rf_chain_stream_plan_make(const rf_chain_t *c, int64_t rows, const r
                       (long long)s->h, t->name, t->sm_count);
     p->slice = best;
     p->blocks = (int)rf_div_up(s->h, best);
-    /* every block reduces its share of Y's columns (a multiple of 8: 16-byte copies, and
-     * the 16-row tile's share splits over the 128 threads) */
+    /* every block reduces its share of Y's columns (a multiple of 8: whole 16-byte copies
+     * of fp32) */
     p->reduce_cols = (int)rf_round_up(rf_div_up(s->n, p->blocks), 8);
     p->n_chunk1 = (int)(best <= 64 ? best : 64);
     p->k_chunk2 = (int)(best <= 64 ? best : 64);
@@ -234,7 +234,7 @@ rf_status_t rf_chain_stream_choose(const rf_chain_t *c, const rf_compile_options
         return mma; /* chain_mma's plan, or its refusal */
     }
     int wins = s->cost_us < s->mma_cost_us;
-    int decode = rows <= RF_STREAM_MAX_ROWS && s->weight_bytes >= RF_STREAM_MIN_WEIGHT;
+    int decode = rows <= RF_STREAM_MAX_ROWS;
     if (!mma && !forced && !spelling && !(decode && wins))
         return RF_OK;
     const char *why = forced || spelling ? "forced"

@@ -47,15 +47,20 @@
 
 #include "compile/chain_plan.h"
 
-/* Cost line constants, to be fitted on the H200 (issue 24's measured shapes); the planner
- * compares the two schedules' lines, nothing else reads them. */
-#define RF_STREAM_FIXED_US 6.0         /* launch, X staging, ramp and tail of one launch */
-#define RF_STREAM_HBM_GBS 3900.0       /* weight bytes per second over every SM, in GB/s */
-#define RF_STREAM_REDUCE_GBS 2000.0    /* partial bytes written and read back (mostly L2) */
-#define RF_STREAM_SM_GBS 110.0         /* one block streaming weights alone (chain_mma) */
-#define RF_STREAM_MMA_FIXED_US 4.0     /* chain_mma's fixed cost */
-#define RF_STREAM_MAX_ROWS 64          /* auto: the schedule is a decode schedule */
-#define RF_STREAM_MIN_WEIGHT (4 << 20) /* auto: below 4 MB of weights chain_mma stays */
+/* Cost line constants, fitted on the GPU (notes/kernels.md, 2026-12-05: the streaming
+ * kernel's spans at 9 MB to 268 MB of weights at one row, chain_mma's at 1.3 and 2 MB in
+ * one row tile); the planner compares the two schedules' lines, nothing else reads them. */
+#define RF_STREAM_FIXED_US 11.0     /* launch, X staging, ramp, the wait and the reduction */
+#define RF_STREAM_HBM_GBS 2230.0    /* weight bytes per second over every SM, in GB/s */
+#define RF_STREAM_REDUCE_GBS 2000.0 /* partial bytes written and read back (mostly L2) */
+#define RF_STREAM_SM_GBS 27.0       /* one block streaming weights alone (chain_mma) */
+#define RF_STREAM_MMA_FIXED_US 4.0  /* chain_mma's fixed cost */
+#define RF_STREAM_MAX_ROWS 64       /* auto: the schedule is a decode schedule */
+/* The block: 8 warps, two per SM scheduler, so that one warp's dependent instructions
+ * (the copies' addresses, the MMA, the barrier) overlap another's: with 4 the kernel
+ * issued an instruction every 5.7 cycles per scheduler and streamed at 60% of the copy
+ * rate */
+#define RF_STREAM_WARPS 8
 /* The weight ring: the deepest that fits, up to this many buffers (about 8 KB each per
  * matrix): 64 KB or more in flight per SM, what one SM needs to draw its share of the
  * device's copy rate over the memory latency */
@@ -109,8 +114,8 @@ int64_t rf_chain_stream_scratch_bytes(int blocks, int64_t n, int64_t rows, int t
 /* The schedule decision (compile_chain's hook), given chain_mma's plan p at `rows` on t and
  * its status `mma` (consumed: returned, annotated, or freed). With options->schedule
  * "chain-stream" the stream plan is forced (its refusal is the error); "chain" keeps
- * chain_mma; "auto" (or none) chooses chain_stream when rows <= RF_STREAM_MAX_ROWS, the
- * weights hold at least RF_STREAM_MIN_WEIGHT bytes and its cost line is below chain_mma's, or
+ * chain_mma; "auto" (or none) chooses chain_stream when rows <= RF_STREAM_MAX_ROWS and its
+ * cost line is below chain_mma's, or
  * whenever chain_mma does not fit and the stream plan does. *out_chosen says which; when
  * chosen, p holds the chain's hash and weight offsets (planned as for chain_mma, which do
  * not depend on shared memory) and its name, warps, tile rows, shared memory and reason
