@@ -248,20 +248,23 @@ def compile_one(name: str, args: list, stamp: str, weights: bool = True) -> dict
     if (cache / "plan.json").is_file():
         rec["detail"] = "up to date"
         return rec
+    # compiled into KEY.part and renamed when whole: a compile killed half way (the
+    # package's plan.json written, its kernels or weights not) never looks up to date
+    part = CACHE / f"{key}.part"
     shutil.rmtree(cache, ignore_errors=True)
+    shutil.rmtree(part, ignore_errors=True)
     cache.parent.mkdir(parents=True, exist_ok=True)
     log = CACHE / f"{key}.log"
-    rc, _, secs, _ = sh(
-        [BIN / "rowfuse", "compile", *args, "-o", cache], log=log, env=compile_env()
-    )
+    rc, _, secs, _ = sh([BIN / "rowfuse", "compile", *args, "-o", part], log=log, env=compile_env())
     rec["seconds"] = round(secs, 1)
     text = read_text(log).strip().splitlines()
-    if rc != 0 or not (cache / "plan.json").is_file():
+    if rc != 0 or not (part / "plan.json").is_file():
         last = text[-1] if text else f"exit {rc}"
         rec["status"] = "unsupported" if "unsupported" in last.lower() else "FAILED"
         rec["detail"] = last[:300]
-        shutil.rmtree(cache, ignore_errors=True)
+        shutil.rmtree(part, ignore_errors=True)
         return rec
+    part.rename(cache)
     rec["detail"] = (text[1].strip() if len(text) > 1 else "")[:120]
     return rec
 
