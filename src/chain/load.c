@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/json_read.h"
 #include "chain/chain.h"
 #include "rowfuse/plan.h"
 #include "rowfuse/tensor.h"
@@ -315,27 +316,8 @@ rf_status_t rf_chain_load_package(rf_allocator_t a, const char *dir, rf_chain_t 
     if (!dir || strlen(dir) > sizeof path - 16)
         return RF_ERR(RF_CODE_INVALID_ARGUMENT, "rf_chain_load_package: bad directory");
     snprintf(path, sizeof path, "%s/plan.json", dir);
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return RF_ERR(errno == ENOENT ? RF_CODE_NOT_FOUND : RF_CODE_IO_ERROR, "%s: %s", path,
-                      strerror(errno));
-    long n = -1;
-    if (fseek(f, 0, SEEK_END) != 0 || (n = ftell(f)) < 0 || n > RF_CHAIN_PLAN_MAX_BYTES ||
-        fseek(f, 0, SEEK_SET) != 0) {
-        fclose(f);
-        return RF_ERR(RF_CODE_PARSE_ERROR, "%s: unreadable or larger than %ld bytes", path,
-                      RF_CHAIN_PLAN_MAX_BYTES);
-    }
-    char *text = malloc((size_t)n + 1);
-    size_t got = text ? fread(text, 1, (size_t)n, f) : 0;
-    fclose(f);
-    if (!text)
-        return RF_ERR(RF_CODE_OUT_OF_MEMORY, "%s: %ld bytes", path, n);
-    text[got] = '\0';
-    cJSON *root = cJSON_Parse(text);
-    free(text);
-    if (!root)
-        return RF_ERR(RF_CODE_PARSE_ERROR, "%s: not valid JSON", path);
+    cJSON *root;
+    RF_RETURN_IF_ERROR_PLAIN(rf_json_read_file(path, RF_CHAIN_PLAN_MAX_BYTES, &root));
     rf_loader_t l;
     memset(&l, 0, sizeof l);
     l.path = path;

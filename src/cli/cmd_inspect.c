@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 
+#include "base/json_read.h"
 #include "commands.h"
 
 static int rf_has_suffix(const char *s, const char *suffix) {
@@ -114,18 +115,9 @@ static rf_status_t rf_list_lab(const char *dir, int *listed) {
     char path[8192];
     snprintf(path, sizeof path, "%s/index.json", dir);
     *listed = 0;
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return RF_OK; /* not a lab folder */
-    char *text = NULL;
-    long size = fseek(f, 0, SEEK_END) == 0 ? ftell(f) : -1;
-    if (size >= 0 && size < (64L << 20) && fseek(f, 0, SEEK_SET) == 0 &&
-        (text = malloc((size_t)size + 1)) != NULL) {
-        text[fread(text, 1, (size_t)size, f)] = '\0';
-    }
-    fclose(f);
-    cJSON *index = text ? cJSON_Parse(text) : NULL;
-    free(text);
+    cJSON *index;
+    /* no index.json: not a lab folder; an unreadable one: some other index (both: list) */
+    rf_status_free(rf_json_read_file(path, 64L << 20, &index));
     const cJSON *schema = cJSON_GetObjectItemCaseSensitive(index, "schema");
     const cJSON *arts = cJSON_GetObjectItemCaseSensitive(index, "artifacts");
     if (!cJSON_IsString(schema) || strcmp(schema->valuestring, "rowfuse-lab/1") != 0) {

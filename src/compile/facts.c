@@ -7,30 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/json_read.h"
 #include "compile/compile_internal.h"
-
-static rf_status_t slurp(const char *path, char **out) {
-    FILE *f = fopen(path, "rb");
-    long n;
-    *out = NULL;
-    if (!f)
-        return RF_ERR(RF_CODE_NOT_FOUND, "the kernel generator wrote no '%s'", path);
-    if (fseek(f, 0, SEEK_END) != 0 || (n = ftell(f)) < 0 || n > (16l << 20) ||
-        fseek(f, 0, SEEK_SET) != 0) {
-        fclose(f);
-        return RF_ERR(RF_CODE_IO_ERROR, "'%s': unreadable or over 16 MiB", path);
-    }
-    char *text = malloc((size_t)n + 1);
-    if (!text || fread(text, 1, (size_t)n, f) != (size_t)n) {
-        free(text);
-        fclose(f);
-        return RF_ERR(RF_CODE_IO_ERROR, "'%s': short read", path);
-    }
-    fclose(f);
-    text[n] = '\0';
-    *out = text;
-    return RF_OK;
-}
 
 static const cJSON *find_kernel(const cJSON *kernels, const char *name) {
     const cJSON *k;
@@ -43,11 +21,13 @@ static const cJSON *find_kernel(const cJSON *kernels, const char *name) {
 }
 
 rf_status_t rf_kernel_facts_read(const char *path, rf_plan_t *p) {
-    char *text = NULL;
-    RF_RETURN_IF_ERROR_PLAIN(slurp(path, &text));
-    cJSON *root = cJSON_Parse(text);
-    free(text);
-    rf_status_t st = RF_OK;
+    cJSON *root;
+    rf_status_t st = rf_json_read_file(path, 16l << 20, &root);
+    if (st && rf_status_code(st) == RF_CODE_NOT_FOUND) {
+        rf_status_free(st);
+        return RF_ERR(RF_CODE_NOT_FOUND, "the kernel generator wrote no '%s'", path);
+    }
+    RF_RETURN_IF_ERROR_PLAIN(st);
     const cJSON *kernels = cJSON_GetObjectItemCaseSensitive(root, "kernels");
     const cJSON *gen = cJSON_GetObjectItemCaseSensitive(root, "generator");
     if (!cJSON_IsArray(kernels) || !cJSON_IsString(gen))

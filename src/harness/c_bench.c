@@ -13,6 +13,7 @@
 #include <stdlib.h>
 
 #include "base/json.h"
+#include "base/json_read.h"
 #include "rowfuse/mlp.h"
 #include "rowfuse/rng.h"
 #include "rowfuse/runtime.h"
@@ -374,23 +375,6 @@ static rf_status_t rf_bench_flush_alloc(rf_bench_options_t *timing) {
 static rf_status_t rf_bench_c_run_chain(rf_allocator_t a, const rf_bench_c_options_t *o,
                                         FILE *json_out);
 
-/* The parsed JSON file at `path` (at most 16 MiB) into *out (NULL when it cannot be read or
- * parsed; the caller deletes it); NOT_FOUND when it cannot be opened. */
-static rf_status_t rf_bench_read_json(const char *path, cJSON **out) {
-    *out = NULL;
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return RF_ERR(RF_CODE_NOT_FOUND, "%s: cannot open", path);
-    char *text = NULL;
-    long n = fseek(f, 0, SEEK_END) == 0 ? ftell(f) : -1;
-    if (n > 0 && n < (16l << 20) && fseek(f, 0, SEEK_SET) == 0 && (text = malloc((size_t)n + 1)))
-        text[fread(text, 1, (size_t)n, f)] = '\0';
-    fclose(f);
-    *out = text ? cJSON_Parse(text) : NULL;
-    free(text);
-    return RF_OK;
-}
-
 static rf_status_t rf_bench_check_build_error(const char *dir, const char *kernel, int delay) {
     return RF_ERR(RF_CODE_INVALID_ARGUMENT,
                   "%s: kernel %s is a checking build (compiled with --check-delay %d: its "
@@ -403,7 +387,7 @@ static rf_status_t rf_bench_check_build_error(const char *dir, const char *kerne
  * (an unreadable plan is left to rf_chain_pkg_load, which says what is wrong with it). */
 static rf_status_t rf_bench_refuse_chain_check_build(const char *dir, const char *path) {
     cJSON *root;
-    rf_status_free(rf_bench_read_json(path, &root));
+    rf_status_free(rf_json_read_file(path, 16l << 20, &root));
     const cJSON *k;
     rf_status_t st = RF_OK;
     cJSON_ArrayForEach(k, cJSON_GetObjectItemCaseSensitive(root, "kernels")) {
@@ -611,7 +595,7 @@ static rf_status_t rf_bench_chain_facts(const char *dir, char *schedule, size_t 
     char path[1100];
     snprintf(path, sizeof path, "%s/plan.json", dir);
     cJSON *root;
-    RF_RETURN_IF_ERROR_PLAIN(rf_bench_read_json(path, &root));
+    RF_RETURN_IF_ERROR_PLAIN(rf_json_read_file(path, 16l << 20, &root));
     const cJSON *sch = cJSON_GetObjectItemCaseSensitive(root, "schedule");
     const cJSON *wh = cJSON_GetObjectItemCaseSensitive(
         cJSON_GetObjectItemCaseSensitive(root, "chain"), "wh_elems");

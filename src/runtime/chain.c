@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/json_read.h"
 #include "rt_internal.h"
 
 #define RF_CHAIN_PLAN_MAX_BYTES (4l << 20)
@@ -95,41 +96,11 @@ static rf_status_t str(const chain_reader_t *r, const cJSON *obj, const char *wh
     return RF_OK;
 }
 
-static rf_status_t read_file(const char *path, char **out_text) {
-    FILE *f = fopen(path, "rb");
-    long n;
-    char *text;
-    size_t got;
-    *out_text = NULL;
-    if (!f)
-        return RF_ERR(errno == ENOENT ? RF_CODE_NOT_FOUND : RF_CODE_IO_ERROR, "%s: %s", path,
-                      strerror(errno));
-    if (fseek(f, 0, SEEK_END) != 0 || (n = ftell(f)) < 0 || n > RF_CHAIN_PLAN_MAX_BYTES ||
-        fseek(f, 0, SEEK_SET) != 0) {
-        fclose(f);
-        return RF_ERR(RF_CODE_PARSE_ERROR, "%s: unreadable or larger than %ld bytes", path,
-                      RF_CHAIN_PLAN_MAX_BYTES);
-    }
-    text = malloc((size_t)n + 1);
-    if (!text) {
-        fclose(f);
-        return RF_ERR(RF_CODE_OUT_OF_MEMORY, "%s: %ld bytes", path, n);
-    }
-    got = fread(text, 1, (size_t)n, f);
-    fclose(f);
-    text[got] = '\0';
-    *out_text = text;
-    return RF_OK;
-}
-
 static rf_status_t parse_plan(const char *path, cJSON **out_root) {
-    char *text = NULL;
     cJSON *root;
     *out_root = NULL;
-    RF_RETURN_IF_ERROR_PLAIN(read_file(path, &text));
-    root = cJSON_Parse(text);
-    free(text);
-    if (!root || !cJSON_IsObject(root)) {
+    RF_RETURN_IF_ERROR_PLAIN(rf_json_read_file(path, RF_CHAIN_PLAN_MAX_BYTES, &root));
+    if (!cJSON_IsObject(root)) {
         cJSON_Delete(root);
         return RF_ERR(RF_CODE_PARSE_ERROR, "%s: not a JSON object", path);
     }

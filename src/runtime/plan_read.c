@@ -3,11 +3,11 @@
  * Pure C (cJSON), so it is tested without a GPU. */
 #define _POSIX_C_SOURCE 200809L
 #include <cjson/cJSON.h>
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/json_read.h"
 #include "rowfuse/plan.h"
 #include "rowfuse/tensor.h"
 
@@ -219,30 +219,9 @@ static rf_status_t read_root(const reader_t *r, const cJSON *root, rf_plan_t *p)
 
 rf_status_t rf_plan_read(const char *path, rf_plan_t *p) {
     reader_t r = {path};
-    FILE *f = fopen(path, "rb");
-    long n;
+    cJSON *root;
     memset(p, 0, sizeof(*p));
-    if (!f)
-        return RF_ERR(errno == ENOENT ? RF_CODE_NOT_FOUND : RF_CODE_IO_ERROR, "%s: %s", path,
-                      strerror(errno));
-    if (fseek(f, 0, SEEK_END) != 0 || (n = ftell(f)) < 0 || n > RF_PLAN_MAX_BYTES ||
-        fseek(f, 0, SEEK_SET) != 0) {
-        fclose(f);
-        return RF_ERR(RF_CODE_PARSE_ERROR, "%s: unreadable or larger than %ld bytes", path,
-                      RF_PLAN_MAX_BYTES);
-    }
-    char *text = malloc((size_t)n + 1);
-    if (!text) {
-        fclose(f);
-        return RF_ERR(RF_CODE_OUT_OF_MEMORY, "%s: %ld bytes", path, n);
-    }
-    size_t got = fread(text, 1, (size_t)n, f);
-    fclose(f);
-    text[got] = '\0';
-    cJSON *root = cJSON_Parse(text);
-    free(text);
-    if (!root)
-        return RF_ERR(RF_CODE_PARSE_ERROR, "%s: not valid JSON", path);
+    RF_RETURN_IF_ERROR_PLAIN(rf_json_read_file(path, RF_PLAN_MAX_BYTES, &root));
     rf_status_t st = cJSON_IsObject(root) ? read_root(&r, root, p)
                                           : RF_ERR(RF_CODE_PARSE_ERROR,
                                                    "%s: the top level must be a JSON object", path);
