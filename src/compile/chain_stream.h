@@ -47,19 +47,17 @@
 
 #include "compile/chain_plan.h"
 
-/* Cost line constants, fitted on the GPU (notes/kernels.md, 2026-12-05: the streaming
- * kernel's spans at 9 MB to 268 MB of weights at one row, chain_mma's at 1.3 and 2 MB in
- * one row tile); the planner compares the two schedules' lines, nothing else reads them. */
+/* Cost line constants, fitted on the GPU (notes/kernels.md: the streaming kernel's spans
+ * at 9 MB to 268 MB of weights at one row, chain_mma's at 1.3 and 2 MB in one row tile);
+ * the planner compares the two schedules' lines, nothing else reads them. */
 #define RF_STREAM_FIXED_US 11.0     /* launch, X staging, ramp, the wait and the reduction */
-#define RF_STREAM_HBM_GBS 2230.0    /* weight bytes per second over every SM, in GB/s */
+#define RF_STREAM_HBM_GBS 2390.0    /* weight bytes per second over every SM, in GB/s */
 #define RF_STREAM_REDUCE_GBS 2000.0 /* partial bytes written and read back (mostly L2) */
 #define RF_STREAM_SM_GBS 27.0       /* one block streaming weights alone (chain_mma) */
 #define RF_STREAM_MMA_FIXED_US 4.0  /* chain_mma's fixed cost */
 #define RF_STREAM_MAX_ROWS 64       /* auto: the schedule is a decode schedule */
-/* The block: 8 warps, two per SM scheduler, so that one warp's dependent instructions
- * (the copies' addresses, the MMA, the barrier) overlap another's: with 4 the kernel
- * issued an instruction every 5.7 cycles per scheduler and streamed at 60% of the copy
- * rate */
+/* The block's warps: two per SM scheduler, so that one warp's dependent instructions (the
+ * copies' addresses, the MMA) can overlap another's between the tiles' barriers */
 #define RF_STREAM_WARPS 8
 /* The weight ring: the deepest that fits, up to this many buffers (about 8 KB each per
  * matrix): 64 KB or more in flight per SM, what one SM needs to draw its share of the
