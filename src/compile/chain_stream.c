@@ -10,6 +10,7 @@
 
 #include "base/json.h"
 #include "chain/split.h"
+#include "compile/compile_internal.h"
 
 /* ---- the shape ---- */
 
@@ -199,22 +200,13 @@ fits:
 
 /* ---- the choice ---- */
 
-static const struct {
-    const char *name, *spelling;
-} stream_faults[] = {{"stream-no-fence", "stream_no_fence"},
-                     {"stream-early-reduce", "stream_early_reduce"},
-                     {"stream-no-reset", "stream_no_reset"}};
-
 rf_status_t rf_chain_stream_choose(const rf_chain_t *c, const rf_compile_options_t *o, int64_t rows,
                                    const rf_target_t *t, rf_status_t mma, rf_chain_plan_t *p,
                                    rf_chain_stream_plan_t *s, int *out_chosen) {
     const char *sched = o->schedule ? o->schedule : "auto";
     int forced = !strcmp(sched, "chain-stream");
-    const char *spelling = NULL;
+    const char *spelling = rf_fault_spelling(o->fault, "chain-stream");
     *out_chosen = 0;
-    for (size_t i = 0; o->fault && i < sizeof stream_faults / sizeof stream_faults[0]; i++)
-        if (!strcmp(o->fault, stream_faults[i].name))
-            spelling = stream_faults[i].spelling;
     if (spelling && !strcmp(sched, "chain")) {
         rf_status_free(mma);
         return RF_ERR(RF_CODE_INVALID_ARGUMENT,

@@ -12,6 +12,12 @@
 #include "rowfuse/compile.h"
 #include "rowfuse/plan.h"
 
+/* ---- planted faults (plan.c's table; tests of the checks only) ---- */
+
+/* The generator's spelling of fault `name` when the fault is planted in `schedules` (its
+ * entry's schedules, e.g. "chain-stream"); NULL for any other fault or a NULL name. */
+const char *rf_fault_spelling(const char *name, const char *schedules);
+
 /* ---- the scheduler (schedule.c) ---- */
 
 /* 1 when the grid rule auto counts registers and balances tiles for schedule s. */

@@ -108,6 +108,11 @@ static int fault_find(const char *name) {
     return -1;
 }
 
+const char *rf_fault_spelling(const char *name, const char *schedules) {
+    int i = fault_find(name);
+    return i >= 0 && !strcmp(rf_faults[i].schedules, schedules) ? rf_faults[i].spelling : NULL;
+}
+
 /* The specs of one schedule's kernels at tile rows tm; UNSUPPORTED when one does not fit. */
 static rf_status_t schedule_specs(rf_schedule_t s, int c, int h, int tm, int xpf, int split,
                                   const rf_compile_options_t *o, const rf_target_t *t,
