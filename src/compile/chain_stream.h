@@ -92,9 +92,10 @@ typedef struct rf_chain_stream_plan {
     int64_t weight_bytes; /* W1 (Wg + Wu) and W2 in fp16 */
     double cost_us, mma_cost_us;
     char fault[32];  /* the generator's spelling of a planted fault, "" = none */
-    int check_delay; /* a checking build (0 = none): cycles the last block's MMA threads
-                      * spin before each partial store, so a reducer that does not wait for
-                      * every block reads the check's poison; checked, never timed */
+    int check_delay; /* a checking build (0 = none): cycles the last block's threads spin
+                      * before its first partial store of a row tile, so a reducer that does
+                      * not wait for every block reads the check's poison; checked, never
+                      * timed */
 } rf_chain_stream_plan_t;
 
 /* Whether chain c has the FFN shape above (RF_OK, *out filled) or why not (UNSUPPORTED

@@ -135,8 +135,9 @@ class StreamPlan:
     reduce_rows: int
     smem_pad: int
     fault: str = ""
-    # a checking build (0 = none): SM clocks the last block's MMA threads spin before each
-    # partial store, so a reducer that does not wait for every block reads the poison
+    # a checking build (0 = none): SM clocks the last block's threads spin before its first
+    # partial store of a row tile, so a reducer that does not wait for every block reads the
+    # poison
     check_delay: int = 0
 
     @property
