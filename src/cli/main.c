@@ -47,6 +47,8 @@ static const rf_cli_command_t rf_commands[] = {
      "  --sms N            plan for N SMs\n"
      "  --x-prefetch auto|on|off   --y-vec2 auto|on|off   --hidden-split auto|on|off\n"
      "  --grid auto|smem|regs|balanced   --ring   --min-blocks N   --max-grid N\n"
+     "  --stream-tma auto|on|off   the weight-streaming kernel's weight copies: TMA by a\n"
+     "                     producer warp (on) or cp.async by every thread (off, auto)\n"
      "  --force            write into a non-empty folder that is not a rowfuse package\n"
      "  -o, --output PKGDIR   the package folder (an existing package there is replaced)\n"
      "rowfuse compile (MODEL.onnx | --mlp RxCxH) --target iree [--device llvm-cpu|cuda]\n"

@@ -477,15 +477,28 @@ static rf_status_t chain_test_options(const rf_compile_options_t *o) {
     if (!o->fault)
         return RF_OK;
     const char *name, *what, *schedules;
-    for (int i = 0; rf_compile_fault_info(i, &name, &what, &schedules); i++)
-        if (!strcmp(name, o->fault))
-            return !strcmp(schedules, "chain-stream") || !strcmp(schedules, "chain-conventional")
-                       ? RF_OK
-                       : RF_ERR(RF_CODE_UNSUPPORTED,
-                                "--plant-fault %s is planted in the residual MLP's kernels (%s); "
-                                "a chain package takes stream-no-fence, stream-early-reduce, "
-                                "stream-no-reset or conv-no-store",
-                                o->fault, schedules);
+    char chain_faults[256] = "";
+    int found = 0, chain = 0;
+    for (int i = 0; rf_compile_fault_info(i, &name, &what, &schedules); i++) {
+        int in_chain =
+            !strcmp(schedules, "chain-stream") || !strcmp(schedules, "chain-conventional");
+        if (in_chain) {
+            size_t used = strlen(chain_faults);
+            snprintf(chain_faults + used, sizeof chain_faults - used, "%s%s", used ? ", " : "",
+                     name);
+        }
+        if (!strcmp(name, o->fault)) {
+            found = 1;
+            chain = in_chain;
+        }
+    }
+    if (found && !chain)
+        return RF_ERR(RF_CODE_UNSUPPORTED,
+                      "--plant-fault %s is planted in the residual MLP's kernels; a chain "
+                      "package takes %s",
+                      o->fault, chain_faults);
+    if (found)
+        return RF_OK;
     return RF_ERR(RF_CODE_INVALID_ARGUMENT,
                   "--plant-fault %s: no such fault (`rowfuse compile --plant-fault list`)",
                   o->fault);

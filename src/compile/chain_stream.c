@@ -76,15 +76,22 @@ int64_t rf_chain_stream_scratch_bytes(int blocks, int64_t n, int64_t rows, int t
     return 4 * (partial + counters);
 }
 
+int rf_chain_stream_threads(const rf_chain_stream_plan_t *p) {
+    return 32 * (p->warps + (p->tma ? 1 : 0));
+}
+
 /* Resident blocks per SM from shared memory, threads and the target's block limit. */
 static int blocks_per_sm(const rf_chain_stream_plan_t *p, const rf_target_t *t) {
     int64_t by_smem = t->smem_per_sm / (p->smem_bytes + t->smem_reserved);
-    int64_t by_threads = t->threads_per_sm / (32 * p->warps);
+    int64_t by_threads = t->threads_per_sm / rf_chain_stream_threads(p);
     int64_t b = by_smem < by_threads ? by_smem : by_threads;
     return (int)(b < t->max_blocks_per_sm ? b : t->max_blocks_per_sm);
 }
 
-/* Shared memory at tile_rows and `buffers` ring buffers. */
+/* Shared memory at tile_rows and `buffers` ring buffers: X, the hidden slice, the norm's
+ * statistics, (TMA: the mbarriers,) the weight ring. A cp.async ring pads every tile row by
+ * RF_SMEM_ROW_PAD; a TMA ring holds the tiles unpadded (swizzled), each matrix's tile and
+ * each stage 1 KB aligned. */
 static void layout(rf_chain_stream_plan_t *p, int tile_rows, int buffers) {
     const rf_chain_stream_shape_t *s = &p->shape;
     int mats = s->gated ? 2 : 1;
@@ -95,7 +102,19 @@ static void layout(rf_chain_stream_plan_t *p, int tile_rows, int buffers) {
     p->h_stride = p->slice + RF_SMEM_ROW_PAD;
     p->h_offset = rf_round_up(p->x_offset + tile_rows * p->x_stride * 2, 128);
     p->stats_offset = rf_round_up(p->h_offset + tile_rows * p->h_stride * 2, 128);
-    p->weight_smem_offset = rf_round_up(p->stats_offset + tile_rows * 2 * 4, 128);
+    int64_t stats_end = p->stats_offset + tile_rows * 2 * 4;
+    if (p->tma) {
+        const int64_t a = RF_STREAM_TMA_ALIGN;
+        p->mbar_offset = rf_round_up(stats_end, 8);
+        p->weight_smem_offset = rf_round_up(p->mbar_offset + 2 * 8 * buffers, a);
+        int64_t r1 = mats * rf_round_up((int64_t)p->k_chunk1 * p->n_chunk1 * 2, a);
+        int64_t r2 = rf_round_up((int64_t)p->k_chunk2 * p->n_chunk2 * 2, a);
+        p->ring_bytes = r1 > r2 ? r1 : r2;
+        p->smem_bytes = p->weight_smem_offset + buffers * p->ring_bytes + a;
+        return;
+    }
+    p->mbar_offset = 0;
+    p->weight_smem_offset = rf_round_up(stats_end, 128);
     int64_t r1 = (int64_t)mats * p->k_chunk1 * (p->n_chunk1 + RF_SMEM_ROW_PAD) * 2;
     int64_t r2 = (int64_t)p->k_chunk2 * (p->n_chunk2 + RF_SMEM_ROW_PAD) * 2;
     p->ring_bytes = rf_round_up(r1 > r2 ? r1 : r2, 128);
@@ -122,7 +141,7 @@ static double mma_cost(int64_t weight_bytes, int64_t rows, const rf_target_t *t)
 }
 
 rf_status_t rf_chain_stream_plan_make(const rf_chain_t *c, int64_t rows, const rf_target_t *t,
-                                      rf_chain_stream_plan_t *p) {
+                                      int tma, rf_chain_stream_plan_t *p) {
     memset(p, 0, sizeof *p);
     if (rows < 1)
         return RF_ERR(RF_CODE_INVALID_ARGUMENT, "planning a stream for %lld rows", (long long)rows);
@@ -130,6 +149,12 @@ rf_status_t rf_chain_stream_plan_make(const rf_chain_t *c, int64_t rows, const r
     const rf_chain_stream_shape_t *s = &p->shape;
     p->rows = rows;
     p->warps = RF_STREAM_WARPS;
+    if (tma && (s->h % 8 || s->n % 8))
+        return RF_ERR(RF_CODE_UNSUPPORTED,
+                      "TMA copies of the weights need 16-byte rows: the hidden width %lld and "
+                      "the output width %lld must be multiples of 8",
+                      (long long)s->h, (long long)s->n);
+    p->tma = tma != 0;
     p->k_chunk1 = (int)(s->c >= 64 ? 64 : rf_round_up(s->c, 16));
     p->n_chunk2 = (int)(s->n >= 64 ? 64 : rf_round_up(s->n, 16));
     p->n_chunks2 = (int)rf_div_up(s->n, p->n_chunk2);
@@ -172,7 +197,8 @@ rf_status_t rf_chain_stream_plan_make(const rf_chain_t *c, int64_t rows, const r
     /* the block's weight tiles (W1's, then W2's): a ring deeper than that is never filled */
     int64_t wtiles = (p->slice / p->n_chunk1) * (rf_round_up(s->c, p->k_chunk1) / p->k_chunk1) +
                      (p->slice / p->k_chunk2) * p->n_chunks2;
-    int max_buffers = wtiles + 1 < RF_STREAM_MAX_BUFFERS ? (int)wtiles + 1 : RF_STREAM_MAX_BUFFERS;
+    int cap = p->tma ? RF_STREAM_TMA_MAX_BUFFERS : RF_STREAM_MAX_BUFFERS;
+    int max_buffers = wtiles + 1 < cap ? (int)wtiles + 1 : cap;
     int first = 0;
     while (first < 2 && tiles[first] < rows)
         first++;
@@ -216,7 +242,9 @@ rf_status_t rf_chain_stream_choose(const rf_chain_t *c, const rf_compile_options
     }
     if (!strcmp(sched, "chain"))
         return mma;
-    rf_status_t st = rf_chain_stream_plan_make(c, rows, t, s);
+    /* the TMA ring where asked for, or where the planted fault is in it */
+    int tma = o->stream_tma == 1 || (spelling && !strcmp(spelling, "stream_ring_no_wait"));
+    rf_status_t st = rf_chain_stream_plan_make(c, rows, t, tma, s);
     if (st && (forced || spelling)) {
         rf_status_free(mma);
         return rf_status_annotate(st, "--schedule chain-stream");
@@ -247,15 +275,16 @@ rf_status_t rf_chain_stream_choose(const rf_chain_t *c, const rf_compile_options
     s->check_delay = o->check_delay;
     snprintf(p->name, sizeof p->name, "stream_%s", p->hash);
     p->tile_rows = s->tile_rows;
-    p->warps = s->warps;
+    p->warps = rf_chain_stream_threads(s) / 32; /* the grid rule counts every thread */
     p->smem_bytes = s->smem_bytes;
     p->weight_buffers = s->weight_buffers;
     snprintf(p->reason, sizeof p->reason,
              "%s: %d blocks of %lld hidden columns stream %lld weight bytes over every SM "
              "(cost line %.1f us against chain_mma's %.1f us), %d rows per tile, %d weight "
-             "buffers, %lld bytes of shared memory",
+             "buffers (%s), %lld bytes of shared memory",
              why, s->blocks, (long long)s->slice, (long long)s->weight_bytes, s->cost_us,
-             s->mma_cost_us, s->tile_rows, s->weight_buffers, (long long)s->smem_bytes);
+             s->mma_cost_us, s->tile_rows, s->weight_buffers,
+             s->tma ? "TMA from a producer warp" : "cp.async", (long long)s->smem_bytes);
     return RF_OK;
 }
 
@@ -271,7 +300,7 @@ static void write_entry(rf_json_writer_t *w, const rf_chain_plan_t *p,
     rf_json_key_int(w, "rows", s->rows);
     rf_json_key_int(w, "tile_rows", s->tile_rows);
     rf_json_key_int(w, "warps", s->warps);
-    rf_json_key_int(w, "threads", 32 * s->warps);
+    rf_json_key_int(w, "threads", rf_chain_stream_threads(s));
     rf_json_key_int(w, "smem_bytes", s->smem_bytes);
     rf_json_key_int(w, "blocks", s->blocks);
     rf_json_key_int(w, "slice", s->slice);
@@ -294,6 +323,9 @@ static void write_entry(rf_json_writer_t *w, const rf_chain_plan_t *p,
     rf_json_key_int(w, "reduce_cols", s->reduce_cols);
     rf_json_key_int(w, "reduce_rows", s->reduce_rows);
     rf_json_key_string(w, "weight_layout", "row_major");
+    rf_json_key_string(w, "weight_copy", s->tma ? "tma" : "cp_async");
+    if (s->tma)
+        rf_json_key_int(w, "mbar_offset", s->mbar_offset);
     rf_chain_json_values(w, p, 0);
     rf_chain_json_stages(w, p);
     if (s->fault[0])

@@ -29,6 +29,16 @@
  * chain reads back unchanged: a block's W1 slice is K runs of slice * 2 bytes (128 bytes at a
  * slice of 64), its W2 slice one contiguous run of slice * N * 2 bytes.
  *
+ * Weight copies (`tma`): either every MMA thread issues cp.async copies of a tile (one group
+ * per tile, a barrier of the MMA warps per tile), or one producer warp (a warp beyond `warps`)
+ * issues a tile as TMA boxes (the tile's [k_chunk x n_chunk] of the row-major W, swizzled as
+ * the Hopper shared-memory atoms of its width) into the ring, whose stages each have a full
+ * and an empty mbarrier (at mbar_offset): the MMA warps wait on the full one and release
+ * the stage with one arrival a warp, so no tile needs a barrier of the block. The TMA ring's
+ * stages and the matrices in a stage are 1 KB aligned (the swizzle atoms' period) and
+ * smem_bytes holds 1 KB more for aligning the base; TMA needs H and N multiples of 8 (16-byte
+ * global strides).
+ *
  * Scratch (the runtime allocates it per row count and zeroes it once; the counters are
  * reset by the kernel): fp32 partials [blocks, rows, N] at element 0, then int32 counters
  * [row_tiles, RF_STREAM_COUNTERS_PER_TILE] (arrivals, reads) at element blocks * rows * N
@@ -63,8 +73,13 @@
  * matrix): 64 KB or more in flight per SM, what one SM needs to draw its share of the
  * device's copy rate over the memory latency */
 #define RF_STREAM_MAX_BUFFERS 12
+/* ... and a TMA ring's (its tiles may be narrower, 16 or 32 columns: more stages for the
+ * same bytes in flight; a stage costs two mbarriers) */
+#define RF_STREAM_TMA_MAX_BUFFERS 32
 /* Scratch counters per row tile: arrivals, reads */
 #define RF_STREAM_COUNTERS_PER_TILE 2
+/* The TMA ring's alignment: its stages, each matrix's tile in a stage, and the base */
+#define RF_STREAM_TMA_ALIGN 1024
 
 typedef struct rf_chain_stream_shape {
     int norm;   /* stage index of the norm, -1: none */
@@ -78,7 +93,8 @@ typedef struct rf_chain_stream_plan {
     rf_chain_stream_shape_t shape;
     int64_t rows;
     int tile_rows, row_tiles;
-    int warps;     /* the block's warps */
+    int warps;     /* the block's MMA warps (a TMA plan adds one producer warp) */
+    int tma;       /* weight copies by TMA from a producer warp (see above), else cp.async */
     int blocks;    /* the grid: one block per hidden slice */
     int64_t slice; /* hidden columns per block */
     int k_chunk1, n_chunk1, k_chunk2, n_chunk2, n_chunks2;
@@ -89,6 +105,7 @@ typedef struct rf_chain_stream_plan {
                       * at few rows) */
     int64_t x_offset, x_stride, h_offset, h_stride, stats_offset;
     int64_t weight_smem_offset, ring_bytes, smem_bytes;
+    int64_t mbar_offset;  /* TMA: full[weight_buffers], then empty[weight_buffers] (8 bytes each) */
     int64_t weight_bytes; /* W1 (Wg + Wu) and W2 in fp16 */
     double cost_us, mma_cost_us;
     char fault[32];  /* the generator's spelling of a planted fault, "" = none */
@@ -102,10 +119,14 @@ typedef struct rf_chain_stream_plan {
  * naming the stage). */
 rf_status_t rf_chain_stream_shape(const rf_chain_t *c, rf_chain_stream_shape_t *out);
 
-/* The split, tiles, shared memory and cost of chain c at `rows` on target t; UNSUPPORTED
- * when the shape does not apply or nothing fits. */
+/* The split, tiles, shared memory and cost of chain c at `rows` on target t, its weights
+ * copied by TMA when `tma` (else cp.async); UNSUPPORTED when the shape does not apply,
+ * nothing fits, or TMA cannot copy the weights (H or N not a multiple of 8). */
 rf_status_t rf_chain_stream_plan_make(const rf_chain_t *c, int64_t rows, const rf_target_t *t,
-                                      rf_chain_stream_plan_t *out);
+                                      int tma, rf_chain_stream_plan_t *out);
+
+/* Threads of the kernel's block: the MMA warps, and the producer warp of a TMA plan. */
+int rf_chain_stream_threads(const rf_chain_stream_plan_t *p);
 
 /* Bytes of scratch a launch at `rows` rows needs (partials, then counters). */
 int64_t rf_chain_stream_scratch_bytes(int blocks, int64_t n, int64_t rows, int tile_rows);
@@ -119,9 +140,11 @@ int64_t rf_chain_stream_scratch_bytes(int blocks, int64_t n, int64_t rows, int t
  * chosen, p holds the chain's hash and weight offsets (planned as for chain_mma, which do
  * not depend on shared memory) and its name, warps, tile rows, shared memory and reason
  * become the stream kernel's, so the generator's facts and the grid rule read them. A
- * planted stream fault (options->fault "stream-no-fence", "stream-early-reduce" or
- * "stream-no-reset") forces the stream plan and is refused with --schedule chain;
- * options->check_delay (a checking build) needs --schedule chain-stream. */
+ * planted stream fault (options->fault "stream-no-fence", "stream-early-reduce",
+ * "stream-no-reset" or "stream-ring-no-wait", the last with the TMA ring) forces the stream
+ * plan and is refused with --schedule chain;
+ * options->check_delay (a checking build) needs --schedule chain-stream. options->stream_tma
+ * chooses the weight copies (1: TMA, refused where it does not apply; 0 and -1: cp.async). */
 rf_status_t rf_chain_stream_choose(const rf_chain_t *c, const rf_compile_options_t *o, int64_t rows,
                                    const rf_target_t *t, rf_status_t mma, rf_chain_plan_t *p,
                                    rf_chain_stream_plan_t *out, int *out_chosen);

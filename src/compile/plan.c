@@ -20,6 +20,7 @@ void rf_compile_options_default(rf_compile_options_t *o) {
     o->x_prefetch = -1;
     o->hidden_split = -1;
     o->y_vec2 = -1;
+    o->stream_tma = -1;
     o->grid = RF_GRID_AUTO;
     o->python = "python3";
 }
@@ -81,6 +82,9 @@ static const struct {
     {"stream-no-reset", "stream_no_reset", FAULT_STREAM, 0, "chain-stream",
      "the last reader leaves the arrival counter set: the next launch's reducers do not "
      "wait"},
+    {"stream-ring-no-wait", "stream_ring_no_wait", FAULT_STREAM, 0, "chain-stream",
+     "the MMA warps read a weight stage of the TMA ring without waiting on its full mbarrier "
+     "(planting it chooses the TMA ring)"},
     /* a chain's conventional schedule (compile/chain_package.c plants it; chain packages only) */
     {"conv-no-store", "conv_no_store", FAULT_STREAM, 0, "chain-conventional",
      "the conventional schedule's kernels skip their scratch stores: a later kernel reads "

@@ -74,7 +74,7 @@ static rf_chain_t *ffn(rf_rng_t *r, int64_t C, int64_t H, int gated, const float
 
 static void check_plan(const char *what, const rf_chain_t *c, int64_t rows, const rf_target_t *t) {
     rf_chain_stream_plan_t p;
-    CHECK_OK(rf_chain_stream_plan_make(c, rows, t, &p));
+    CHECK_OK(rf_chain_stream_plan_make(c, rows, t, 0, &p));
     const rf_chain_stream_shape_t *s = &p.shape;
     printf("  %s at %lld rows: %d blocks x %lld hidden, tile %d x %d row tiles, %d buffers, "
            "%lld B smem, cost %.1f us (chain_mma %.1f us), %lld weight bytes\n",
@@ -122,10 +122,10 @@ static void test_llama_widths(const rf_target_t *t) {
     check_plan("GELU 4096 -> 16384", gelu, 4, t);
     check_plan("GELU 4096 -> 16384", gelu, 16, t);
     rf_chain_stream_plan_t p;
-    CHECK_OK(rf_chain_stream_plan_make(swiglu, 4, t, &p));
+    CHECK_OK(rf_chain_stream_plan_make(swiglu, 4, t, 0, &p));
     /* 8192 hidden over 132 SMs: 128 slices of 64 is one wave of the fewest columns per block */
     CHECK(p.blocks == 128 && p.slice == 64 && p.shape.gated);
-    CHECK_OK(rf_chain_stream_plan_make(gelu, 4, t, &p));
+    CHECK_OK(rf_chain_stream_plan_make(gelu, 4, t, 0, &p));
     CHECK(p.blocks == 128 && p.slice == 128 && !p.shape.gated);
     rf_chain_destroy(swiglu);
     rf_chain_destroy(gelu);
@@ -181,12 +181,12 @@ static void test_refusals(const rf_target_t *t) {
     x->n = 64;
     x->w = floats(c, &r, 64 * 64, 0.1, 0.0);
     rf_chain_assign_dtypes(c);
-    CHECK_ERR(rf_chain_stream_plan_make(c, 4, t, &p), RF_CODE_UNSUPPORTED, "4 stages");
+    CHECK_ERR(rf_chain_stream_plan_make(c, 4, t, 0, &p), RF_CODE_UNSUPPORTED, "4 stages");
     rf_chain_destroy(c);
     /* a residual of the norm's value, not X */
     c = ffn(&r, 64, 128, 1, NULL);
     c->stages[2].epi[0].src = 1;
-    CHECK_ERR(rf_chain_stream_plan_make(c, 4, t, &p), RF_CODE_UNSUPPORTED,
+    CHECK_ERR(rf_chain_stream_plan_make(c, 4, t, 0, &p), RF_CODE_UNSUPPORTED,
               "stage 2: epilogue add of value 1");
     rf_chain_destroy(c);
     /* a split that leaves a block empty */

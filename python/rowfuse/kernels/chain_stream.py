@@ -33,10 +33,19 @@ Chain: [norm] -> first (linear with activations, or gated) -> hidden h (fp16) ->
      (every block has seen the arrivals) resets both counters to 0 for the next launch.
      Waiting for every block needs every block resident at once: the plan's grid is at
      most the SM count at one block per SM; a block that waits past the watchdog traps.
-The ring is one cp.async group per tile: tile t waits for all but the newest
-weight_buffers - 2 groups, one barrier of the MMA warps, then tile t + weight_buffers - 1 is
-issued into the buffer tile t - 1 used (every MMA warp has passed the barrier after reading
-it).
+The ring (weight_copy "cp_async") is one cp.async group per tile: tile t waits for all but
+the newest weight_buffers - 2 groups, one barrier of the MMA warps, then tile
+t + weight_buffers - 1 is issued into the buffer tile t - 1 used (every MMA warp has passed
+the barrier after reading it). With weight_copy "tma" (kernel_tma) a producer warp (warp
+index `warps`) issues each tile as TMA boxes of the row-major W into stage g mod
+weight_buffers (g counts the tiles over the row tiles), after waiting on the stage's empty
+mbarrier, its full mbarrier expecting the tile's bytes; every MMA warp waits on the full
+mbarrier, runs its MMA, and arrives once on the empty one. The tiles are unpadded and
+swizzled as the Hopper shared-memory atom of their width (the TMA box writes that layout,
+ldmatrix reads it), so no tile needs a barrier of the MMA warps or a copy instruction of
+theirs; the hidden slice gets one barrier of its own between the two matmuls, and a
+barrier of the whole block starts each row tile (the previous reduction staged partials in
+the ring).
 
 Why mma.sync with rows padded to 16 rather than CUDA cores: the error model of the chain
 reference counts a dot product as 16-product MMA steps (src/chain/chain.h); the same
@@ -49,11 +58,13 @@ arrivals, reads) is the runtime's; it zeroes the counters once.
 Planted faults (tests of the checks only): stream_no_fence (neither fence, the counters
 relaxed), stream_early_reduce (the reducers wait for blocks - 1 arrivals: the off-by-one
 that reads a partial before it is written), stream_no_reset (the last reader resets the
-read counter but not the arrivals, so the next launch's reducers pass their wait at once).
-They are judged in a checking build (check_delay > 0: the last block's threads spin that
-many SM clocks before its first partial store of a row tile, while every other block runs
-ahead): a reducer that does not wait for every block's partial then reads the NaN the check
-writes into the partials before each replay rather than the previous launch's equal value.
+read counter but not the arrivals, so the next launch's reducers pass their wait at once),
+stream_ring_no_wait (TMA ring only: the MMA warps read a stage without waiting on its full
+mbarrier, so before its bytes land). The reduction's faults are judged in a checking build
+(check_delay > 0: the last block's threads spin that many SM clocks before its first
+partial store of a row tile, while every other block runs ahead): a reducer that does not
+wait for every block's partial then reads the NaN the check writes into the partials before
+each replay rather than the previous launch's equal value.
 """
 
 from __future__ import annotations
@@ -63,8 +74,12 @@ from dataclasses import dataclass
 import cuda.bindings.driver as cuda
 import cutlass
 import cutlass.cute as cute
+import cutlass.utils.hopper_helpers as sm90
 from cutlass._mlir.dialects import llvm
+from cutlass.cute.nvgpu import cpasync
+from cutlass.utils import LayoutEnum
 
+from rowfuse.kernels import rowfuse_hopper as rh
 from rowfuse.kernels.chain_mma import (
     _act,
     _int,
@@ -91,11 +106,15 @@ REDUCE_BATCH = 8
 REDUCE_REGS = 64
 # Blocks a reduction group holds at most (its copies and adds are unrolled)
 REDUCE_GROUP_MAX = 128
-FAULTS = ("", "stream_no_fence", "stream_early_reduce", "stream_no_reset")
+FAULTS = ("", "stream_no_fence", "stream_early_reduce", "stream_no_reset", "stream_ring_no_wait")
 # The MMA warps' barrier (named; 0 is the whole block's)
 MMA_BARRIER = 1
 # Counters per row tile in the scratch: arrivals, reads
 COUNTERS_PER_TILE = 2
+# The weight copies: cp.async by every MMA thread, or TMA by a producer warp
+COPIES = ("cp_async", "tma")
+# A TMA ring's alignment: its stages, each matrix's tile in a stage, the shared-memory base
+TMA_ALIGN = 1024
 
 
 def _up(a: int, b: int) -> int:
@@ -139,10 +158,24 @@ class StreamPlan:
     # partial store of a row tile, so a reducer that does not wait for every block reads the
     # poison
     check_delay: int = 0
+    weight_copy: str = "cp_async"  # COPIES
+    mbar_offset: int = 0  # tma: full[weight_buffers], then empty[weight_buffers]
+
+    @property
+    def tma(self) -> bool:
+        return self.weight_copy == "tma"
 
     @property
     def threads(self) -> int:
-        return 32 * self.warps
+        """The MMA warps, and a TMA plan's producer warp (warp index `warps`)."""
+        return 32 * (self.warps + (1 if self.tma else 0))
+
+    def tile_bytes(self, mats: int, kc: int, nc: int) -> int:
+        """Shared-memory bytes of a ring tile of `mats` [kc x nc] fp16 matrices: rows padded
+        by smem_pad (cp.async), or each matrix unpadded and TMA_ALIGN aligned (TMA)."""
+        if self.tma:
+            return mats * _up(kc * nc * 2, TMA_ALIGN)
+        return mats * kc * (nc + self.smem_pad) * 2
 
     @property
     def mma_threads(self) -> int:
@@ -251,6 +284,11 @@ class StreamPlan:
         fault = k.get("fault", "")
         if fault not in FAULTS:
             raise SpecError(f"{name}: fault {fault!r}; this generator plants {FAULTS[1:]}")
+        copy = k.get("weight_copy", "cp_async")
+        if copy not in COPIES:
+            raise SpecError(f"{name}: weight_copy {copy!r} is not one of {COPIES}")
+        if fault == "stream_ring_no_wait" and copy != "tma":
+            raise SpecError(f"{name}: stream_ring_no_wait is planted in the TMA ring only")
         plan = cls(
             name=name,
             hidden=stages[first].n,
@@ -260,6 +298,8 @@ class StreamPlan:
             smem_pad=smem_pad,
             fault=fault,
             check_delay=k.get("check_delay", 0),
+            weight_copy=copy,
+            mbar_offset=_int(k, "mbar_offset", name) if copy == "tma" else 0,
             **ints,
         )
         if _int(k, "threads", name) != plan.threads:
@@ -313,25 +353,37 @@ class StreamPlan:
         if self.weight_buffers < 2 or self.tiles1 + self.tiles2 < self.weight_buffers - 1:
             raise SpecError(f"{n}: weight_buffers {self.weight_buffers} (2 or more, fewer tiles)")
         mats = 2 if self.gated else 1
-        r1 = mats * self.k_chunk1 * (self.n_chunk1 + self.smem_pad) * 2
-        r2 = self.k_chunk2 * (self.n_chunk2 + self.smem_pad) * 2
-        regions = (
-            ("x", self.x_offset, self.tile_rows * self.x_stride * 2),
-            ("h", self.h_offset, self.tile_rows * self.h_stride * 2),
-            ("stats", self.stats_offset, self.tile_rows * 8),
-            ("ring", self.weight_smem_offset, self.weight_buffers * self.ring_bytes),
+        r1 = self.tile_bytes(mats, self.k_chunk1, self.n_chunk1)
+        r2 = self.tile_bytes(1, self.k_chunk2, self.n_chunk2)
+        ring_align, usable = 16, self.smem_bytes
+        regions = [
+            ("x", self.x_offset, self.tile_rows * self.x_stride * 2, 16),
+            ("h", self.h_offset, self.tile_rows * self.h_stride * 2, 16),
+            ("stats", self.stats_offset, self.tile_rows * 8, 16),
+        ]
+        if self.tma:
+            if self.hidden % 8 or N % 8:
+                raise SpecError(f"{n}: TMA needs the hidden {self.hidden} and N {N} in 8s")
+            # the base is aligned inside smem_bytes (TMA_ALIGN bytes more than the layout)
+            ring_align, usable = TMA_ALIGN, self.smem_bytes - TMA_ALIGN
+            regions.append(("mbarriers", self.mbar_offset, 16 * self.weight_buffers, 8))
+        regions.append(
+            ("ring", self.weight_smem_offset, self.weight_buffers * self.ring_bytes, ring_align)
         )
-        for what, off, size in regions:
-            if off < 0 or off % 16 or off + size > self.smem_bytes:
+        for what, off, size, align in regions:
+            if off < 0 or off % align or off + size > usable:
                 raise SpecError(
-                    f"{n}: the {what} region [{off}, {off + size}) is not 16-byte "
-                    f"aligned or ends past smem_bytes {self.smem_bytes}"
+                    f"{n}: the {what} region [{off}, {off + size}) is not {align}-byte "
+                    f"aligned or ends past the {usable} bytes of shared memory it may use"
                 )
-        ends = sorted((off, off + size) for _, off, size in regions)
+        ends = sorted((off, off + size) for _, off, size, _ in regions)
         if any(a[1] > b[0] for a, b in zip(ends, ends[1:], strict=False)):
             raise SpecError(f"{n}: shared-memory regions overlap")
-        if self.ring_bytes < max(r1, r2) or self.ring_bytes % 16:
-            raise SpecError(f"{n}: ring_bytes {self.ring_bytes} < a tile ({max(r1, r2)} bytes)")
+        if self.ring_bytes < max(r1, r2) or self.ring_bytes % ring_align:
+            raise SpecError(
+                f"{n}: ring_bytes {self.ring_bytes} < a tile ({max(r1, r2)} bytes) or not "
+                f"{ring_align}-byte aligned"
+            )
         if self.x_stride < self.x_cols or (self.x_stride * 2) % 16:
             raise SpecError(f"{n}: x_stride {self.x_stride} must cover {self.x_cols} columns")
         if self.h_stride < self.slice or (self.h_stride * 2) % 16:
@@ -366,13 +418,71 @@ class StreamKernel(TileOps):
     ):
         # the plan needs one resident block per SM (its grid is about the SM count): ptxas
         # may take registers up to that rather than spill for more blocks
-        self.kernel(mX, mWh, mWf, mY, mS, rows).launch(
-            grid=(grid, 1, 1),
-            block=(self.p.threads, 1, 1),
-            smem=self.p.smem_bytes,
-            stream=stream,
-            min_blocks_per_mp=1,
+        p = self.p
+        if cutlass.const_expr(p.tma):
+            f, s2 = p.first, p.second
+            C, H, N = p.in_width, p.hidden, p.out_width
+            l1 = self.tma_layout(p.n_chunk1, p.k_chunk1)
+            l2 = self.tma_layout(p.n_chunk2, p.k_chunk2)
+            g2s = cpasync.CopyBulkTensorTileG2SOp()
+            # W [K, N] seen as (N, K), N contiguous: a box is [k_chunk x n_chunk] of W
+            tmas = [
+                cpasync.make_tiled_tma_atom(
+                    g2s,
+                    cute.make_tensor(mWh.iterator + off, cute.make_layout((H, C), stride=(1, H))),
+                    l1,
+                    (p.n_chunk1, p.k_chunk1),
+                )
+                for off in ((f.w,) if f.op == "linear" else (f.wg, f.wu))
+            ]
+            tma2, t2 = cpasync.make_tiled_tma_atom(
+                g2s,
+                cute.make_tensor(mWh.iterator + s2.w, cute.make_layout((N, H), stride=(1, N))),
+                l2,
+                (p.n_chunk2, p.k_chunk2),
+            )
+            tma1, t1 = tmas[0]
+            tmau, tu = tmas[-1]
+            self.kernel_tma(tma1, t1, tmau, tu, tma2, t2, mX, mWf, mY, mS, rows).launch(
+                grid=(grid, 1, 1),
+                block=(p.threads, 1, 1),
+                smem=p.smem_bytes,
+                stream=stream,
+                min_blocks_per_mp=1,
+            )
+        else:
+            self.kernel(mX, mWh, mWf, mY, mS, rows).launch(
+                grid=(grid, 1, 1),
+                block=(p.threads, 1, 1),
+                smem=p.smem_bytes,
+                stream=stream,
+                min_blocks_per_mp=1,
+            )
+
+    def tma_layout(self, nc: int, kc: int):
+        """A TMA ring tile of W, (nc, kc) with N contiguous: what the TMA box writes and what
+        ldmatrix reads, one layout for both. At 16, 32 or 64 columns the Hopper shared-memory
+        atom of that width (32-, 64-, 128-byte swizzle); at other widths (48) rows of nc
+        unswizzled (a swizzle atom's width would split the N mode, which the tiled MMA does
+        not partition; rows of 96 bytes cost ldmatrix at most 2-way bank conflicts)."""
+        if nc & (nc - 1):
+            return cute.make_layout((nc, kc), stride=(1, nc))
+        staged = sm90.make_smem_layout_b(LayoutEnum.COL_MAJOR, (64, nc, kc), cutlass.Float16, 1)
+        return cute.slice_(staged, (None, None, 0))
+
+    def tma_ring(self, base, lay, mat: int, nc: int, kc: int):
+        """Matrix `mat`'s tiles of the TMA ring: (nc, kc, weight_buffers), stages
+        ring_bytes apart, the swizzle on the pointer."""
+        p = self.p
+        off = p.weight_smem_offset + mat * _up(kc * nc * 2, TMA_ALIGN)
+        swizzled = nc & (nc - 1) == 0
+        o = lay.outer if swizzled else lay
+        staged = cute.make_layout(
+            (o.shape[0], o.shape[1], p.weight_buffers),
+            stride=(o.stride[0], o.stride[1], p.ring_bytes // 2),
         )
+        ptr = cute.recast_ptr(base + off, lay.inner if swizzled else None, dtype=cutlass.Float16)
+        return cute.make_tensor(ptr, staged)
 
     # ------------------------------------------------------------------ geometry helpers
     def tiled(self, n: int):
@@ -445,11 +555,189 @@ class StreamKernel(TileOps):
             self.mma_barrier()
             if cutlass.const_expr(p.norm is not None):
                 self.norm_x(ctx)
-            self.gemm1(ctx, nk1)
-            self.gemm2(ctx, nk2, rows, row0, nrows)
+            self.gemm1(ctx, nk1, 0)
+            self.gemm2(ctx, nk2, rows, row0, nrows, 0)
             cute.arch.cp_async_wait_group(0)
             self.arrive(ctx, rt, rows)
             self.reduce(ctx, rt, rows, row0, nrows)
+
+    @cute.kernel
+    def kernel_tma(
+        self,
+        tma1: cute.CopyAtom,
+        t1: cute.Tensor,
+        tmau: cute.CopyAtom,
+        tu: cute.Tensor,
+        tma2: cute.CopyAtom,
+        t2: cute.Tensor,
+        mX: cute.Tensor,
+        mWf: cute.Tensor,
+        mY: cute.Tensor,
+        mS: cute.Tensor,
+        rows: cutlass.Int32,
+    ):
+        """The kernel with a TMA weight ring (weight_copy "tma"): the producer warp (warp
+        index `warps`) streams the block's tiles, the MMA warps run the row tile as the
+        cp.async kernel does, waiting on each stage's full mbarrier and releasing it with one
+        arrival a warp. Per row tile a barrier of the whole block first: the previous tile's
+        reduction, which stages partials in the ring, is done before the producer refills it
+        (and the MMA warps fenced their generic writes to it against the async proxy)."""
+        p, tm = self.p, self.tm
+        C = p.in_width
+        gated = p.gated
+        tid, _, _ = cute.arch.thread_idx()
+        bid, _, _ = cute.arch.block_idx()
+        warp = cute.arch.make_warp_uniform(cute.arch.warp_idx())
+        smem = cutlass.utils.SmemAllocator()
+        base = smem.allocate(p.smem_bytes - TMA_ALIGN, TMA_ALIGN)
+        full = cute.recast_ptr(base + p.mbar_offset, dtype=cutlass.Int64)
+        empty = full + p.weight_buffers
+        if warp == p.warps:
+            cpasync.prefetch_descriptor(tma1)
+            if cutlass.const_expr(gated):
+                cpasync.prefetch_descriptor(tmau)
+            cpasync.prefetch_descriptor(tma2)
+            with cute.arch.elect_one():
+                for st in cutlass.range_constexpr(p.weight_buffers):
+                    cute.arch.mbarrier_init(full + st, 1)
+                    cute.arch.mbarrier_init(empty + st, p.warps)
+        cute.arch.mbarrier_init_fence()
+        cute.arch.barrier()  # the mbarriers initialised, for every warp
+        sX = cute.make_tensor(
+            cute.recast_ptr(base + p.x_offset, dtype=cutlass.Float16),
+            cute.make_layout((tm, p.x_cols), stride=(p.x_stride, 1)),
+        )
+        sH = cute.make_tensor(
+            cute.recast_ptr(base + p.h_offset, dtype=cutlass.Float16),
+            cute.make_layout((tm, p.slice), stride=(p.h_stride, 1)),
+        )
+        mats = 2 if gated else 1
+        l1 = self.tma_layout(p.n_chunk1, p.k_chunk1)  # (as the host's TMA atoms were made)
+        l2 = self.tma_layout(p.n_chunk2, p.k_chunk2)
+        ring1 = [self.tma_ring(base, l1, m, p.n_chunk1, p.k_chunk1) for m in range(mats)]
+        ring2 = self.tma_ring(base, l2, 0, p.n_chunk2, p.k_chunk2)
+        h0 = bid * p.slice
+        nk1 = p.x_cols // p.k_chunk1
+        nk2 = p.slice // p.k_chunk2
+        ctx = (mX, mWf, mY, mS, None, None, ring1, ring2, sX, sH, base, h0, bid, tid)
+        # the producer's TMA partitions: W tiles (n tile, k tile) -> ring stages
+        one = cute.make_layout(1)
+        parts = []
+        for m, (tma, tw) in enumerate(((tma1, t1), (tmau, tu))[:mats]):
+            g = cute.local_tile(tw, (p.n_chunk1, p.k_chunk1), (None, None))
+            parts.append(
+                cpasync.tma_partition(
+                    tma, 0, one, cute.group_modes(ring1[m], 0, 2), cute.group_modes(g, 0, 2)
+                )
+            )
+        g2 = cute.local_tile(t2, (p.n_chunk2, p.k_chunk2), (None, None))
+        parts.append(
+            cpasync.tma_partition(
+                tma2, 0, one, cute.group_modes(ring2, 0, 2), cute.group_modes(g2, 0, 2)
+            )
+        )
+        atoms = (tma1, tmau)[:mats] + (tma2,)
+        ntiles = (rows + tm - 1) // tm
+        for rt in cutlass.range(ntiles, unroll=1):
+            row0 = rt * tm
+            nrows = rows - row0
+            g0 = rt * (p.tiles1 + p.tiles2)
+            cute.arch.barrier()  # the ring's last readers (the previous reduction) are done
+            if warp == p.warps:
+                self.produce(atoms, parts, full, empty, g0, bid)
+            else:
+                self.stage(mX, sX, row0, nrows, 0, C, tm, p.x_cols, _vec_elems(C, 2), tid)
+                cute.arch.cp_async_commit_group()
+                cute.arch.cp_async_wait_group(0)
+                self.mma_barrier()
+                if cutlass.const_expr(p.norm is not None):
+                    self.norm_x(ctx)
+                self.gemm1(ctx, nk1, g0)
+                self.mma_barrier()  # the hidden slice, for every MMA warp
+                self.gemm2(ctx, nk2, rows, row0, nrows, g0)
+                self.arrive(ctx, rt, rows)
+                self.reduce(ctx, rt, rows, row0, nrows)
+                # the reduction's generic writes to the ring, ordered before the TMA's
+                cute.arch.fence_proxy("async.shared", space="cta")
+
+    # the residual MLP's mbarrier wait (a watchdog: a trap rather than a hang)
+    wait = rh.WgmmaMlpKernel.wait
+
+    @cute.jit
+    def produce(self, atoms, parts, full, empty, g0, bid):
+        """The producer warp: the block's tiles of this row tile (W1's, then W2's, the order
+        `issue` and the MMA warps take them), tile t into stage (g0 + t) mod weight_buffers
+        once every MMA warp has released that stage's previous tile; the full mbarrier
+        expects the tile's bytes (TMA counts a box's zero fill past K and N)."""
+        p = self.p
+        mats = len(atoms) - 1
+        nbuf = p.weight_buffers
+        nk1 = p.x_cols // p.k_chunk1
+        nk2 = p.slice // p.k_chunk2
+        n0 = bid * (p.slice // p.n_chunk1)  # the block's first n tile of W1
+        k0 = bid * (p.slice // p.k_chunk2)  # the block's first k tile of W2
+        bytes1 = mats * p.k_chunk1 * p.n_chunk1 * 2
+        bytes2 = p.k_chunk2 * p.n_chunk2 * 2
+        for t in cutlass.range(p.tiles1 + p.tiles2, unroll=1):
+            g = g0 + t
+            st = g % nbuf
+            self.wait(empty + st, ((g // nbuf) % 2) ^ 1)
+            if t < p.tiles1:
+                nj = t // nk1
+                kj = t - nj * nk1
+                with cute.arch.elect_one():
+                    cute.arch.mbarrier_arrive_and_expect_tx(full + st, bytes1)
+                for m in cutlass.range_constexpr(mats):
+                    ps, pg = parts[m]
+                    cute.copy(atoms[m], pg[(None, n0 + nj, kj)], ps[(None, st)],
+                              tma_bar_ptr=full + st)  # fmt: skip
+            else:
+                u = t - p.tiles1
+                jj = u // nk2
+                kj = u - jj * nk2
+                j = (jj + bid) % p.n_chunks2
+                with cute.arch.elect_one():
+                    cute.arch.mbarrier_arrive_and_expect_tx(full + st, bytes2)
+                ps, pg = parts[mats]
+                cute.copy(atoms[mats], pg[(None, j, k0 + kj)], ps[(None, st)],
+                          tma_bar_ptr=full + st)  # fmt: skip
+
+    @cute.jit
+    def take(self, ctx, g0, t):
+        """Tile t of the row tile is in shared memory for this warp: TMA, its stage's full
+        mbarrier; cp.async, the ring's step (which also issues a later tile)."""
+        p = self.p
+        if cutlass.const_expr(p.tma):
+            if cutlass.const_expr(p.fault != "stream_ring_no_wait"):
+                base = ctx[10]
+                full = cute.recast_ptr(base + p.mbar_offset, dtype=cutlass.Int64)
+                g = g0 + t
+                self.wait(full + g % p.weight_buffers, (g // p.weight_buffers) % 2)
+        else:
+            self.step(ctx, t)
+
+    @cute.jit
+    def give(self, ctx, g0, t):
+        """TMA: this warp is done reading tile t's stage (one arrival a warp on its empty
+        mbarrier, after every lane's reads); cp.async: nothing (the next step's barrier)."""
+        p = self.p
+        if cutlass.const_expr(p.tma):
+            base = ctx[10]
+            empty = cute.recast_ptr(base + p.mbar_offset, dtype=cutlass.Int64) + p.weight_buffers
+            cute.arch.sync_warp()
+            with cute.arch.elect_one():
+                cute.arch.mbarrier_arrive(empty + (g0 + t) % p.weight_buffers)
+
+    @cute.jit
+    def b_tile(self, ring, g0, t, kc: cutlass.Constexpr, nc: cutlass.Constexpr):
+        """Tile t's B operand (nc, kc) in its ring buffer."""
+        p = self.p
+        if cutlass.const_expr(p.tma):
+            return ring[None, None, (g0 + t) % p.weight_buffers]
+        return cute.make_tensor(
+            ring[None, None, t % p.weight_buffers].iterator,
+            cute.make_layout((nc, kc), stride=(1, nc + p.smem_pad)),
+        )
 
     @cute.jit
     def mma_barrier(self):
@@ -550,7 +838,7 @@ class StreamKernel(TileOps):
         self.mma_barrier()
 
     @cute.jit
-    def gemm1(self, ctx, nk1: cutlass.Constexpr):
+    def gemm1(self, ctx, nk1: cutlass.Constexpr, g0):
         """The hidden slice: X @ W1[:, slice] (or Wg, Wu) per n_chunk1 columns, k chunks
         streamed; bias and activation (or act(g) * u) in fp32, stored fp16, zero past H."""
         mX, mWf, mY, mS, gW1, gW2, ring1, ring2, sX, sH, base, h0, bid, tid = ctx
@@ -562,7 +850,7 @@ class StreamKernel(TileOps):
         thr_a = s2r_a.get_slice(tid % active)
         thr_b = s2r_b.get_slice(tid % active)
         tCc = thr_mma.partition_C(cute.make_identity_tensor((tm, nc)))
-        mats = len(gW1)
+        mats = len(ring1)
         # X by k chunks: indexing through the layout keeps the chunks' alignment known
         sXk = cute.make_tensor(
             sX.iterator, cute.make_layout((tm, kc, nk1), stride=(p.x_stride, 1, kc))
@@ -576,18 +864,16 @@ class StreamKernel(TileOps):
                 accs[m].fill(0.0)
             for kj in cutlass.range(nk1, unroll=1):
                 t = nj * nk1 + kj
-                self.step(ctx, t)
+                self.take(ctx, g0, t)
                 if tid < active:
                     sA = cute.make_tensor(
                         sXk[None, None, kj].iterator,
                         cute.make_layout((tm, kc), stride=(p.x_stride, 1)),
                     )
                     for m in cutlass.range_constexpr(mats):
-                        sB = cute.make_tensor(
-                            ring1[m][None, None, t % p.weight_buffers].iterator,
-                            cute.make_layout((nc, kc), stride=(1, nc + p.smem_pad)),
-                        )
+                        sB = self.b_tile(ring1[m], g0, t, kc, nc)
                         self.mma(tiled_mma, thr_mma, thr_a, thr_b, sA, sB, accs[m])
+                self.give(ctx, g0, t)
             if tid < active:
                 for i in cutlass.range_constexpr(cute.size(accs[0])):
                     r = tCc[i][0]
@@ -610,10 +896,11 @@ class StreamKernel(TileOps):
                                 u = u + mWf[f.bu + col]
                             v = _act(f.fn, g) * u
                     sH[r, c] = v.to(cutlass.Float16)
-        # (the next step's barrier makes the hidden slice visible to every warp)
+        # (cp.async: the next step's barrier makes the hidden slice visible to every warp;
+        # TMA: the kernel's barrier after this)
 
     @cute.jit
-    def gemm2(self, ctx, nk2: cutlass.Constexpr, rows, row0, nrows):
+    def gemm2(self, ctx, nk2: cutlass.Constexpr, rows, row0, nrows, g0):
         """The partials h_slice @ W2[slice, :] per output chunk, stored to the scratch."""
         mX, mWf, mY, mS, gW1, gW2, ring1, ring2, sX, sH, base, h0, bid, tid = ctx
         p, tm = self.p, self.tm
@@ -633,17 +920,15 @@ class StreamKernel(TileOps):
             acc.fill(0.0)
             for kj in cutlass.range(nk2, unroll=1):
                 t = p.tiles1 + jj * nk2 + kj
-                self.step(ctx, t)
+                self.take(ctx, g0, t)
                 if tid < active:
                     sA = cute.make_tensor(
                         sHk[None, None, kj].iterator,
                         cute.make_layout((tm, kc), stride=(p.h_stride, 1)),
                     )
-                    sB = cute.make_tensor(
-                        ring2[None, None, t % p.weight_buffers].iterator,
-                        cute.make_layout((nc, kc), stride=(1, nc + p.smem_pad)),
-                    )
+                    sB = self.b_tile(ring2, g0, t, kc, nc)
                     self.mma(tiled_mma, thr_mma, thr_a, thr_b, sA, sB, acc)
+                self.give(ctx, g0, t)
             if cutlass.const_expr(p.check_delay > 0):
                 if bid == p.blocks - 1 and jj == 0:  # a checking build: the last block's
                     check_spin(p.check_delay)  # partials land late
