@@ -122,6 +122,64 @@ def test_reduction_through_the_ring(swiglu):
     assert small.reduce_group == 0
 
 
+# a TMA box of W into shared memory, completing on an mbarrier
+TMA_BOX = r"cp\.async\.bulk\.tensor\.2d\.shared::cta\.global\.tile\.mbarrier::complete_tx::bytes"
+
+
+def test_auto_copies_weights_with_cp_async(swiglu):
+    """Until the TMA ring has run on a GPU, auto (and --stream-tma off) keep the cp.async
+    ring: every MMA thread copies, no TMA, no mbarrier."""
+    tmp, model = swiglu
+    for sub, extra in (("auto-cp", ()), ("off-cp", ("--stream-tma", "off"))):
+        out, _, k, _, ptx = _compile(model, tmp / sub, *extra)
+        assert k["weight_copy"] == "cp_async" and k["threads"] == 32 * k["warps"], out
+        assert "cp.async.bulk.tensor" not in ptx and "mbarrier" not in ptx
+        assert "cp.async.cg.shared.global" in ptx and "(cp.async)" in out
+
+
+def test_tma_ring(swiglu):
+    """--stream-tma on: a producer warp more; its PTX has the TMA boxes of the gated
+    first linear (Wg, Wu) and of W2 on the stages' full mbarriers (armed with the tile's
+    bytes), the MMA warps' waits and one arrival a warp, the fence between the reduction's
+    generic writes to the ring and the next row tile's TMA; the cross-block reduction as the
+    cp.async kernel has it; no local memory."""
+    tmp, model = swiglu
+    out, _, k, facts, ptx = _compile(model, tmp / "tma", "--stream-tma", "on")
+    assert k["weight_copy"] == "tma" and k["threads"] == 32 * (k["warps"] + 1), out
+    assert k["mbar_offset"] % 8 == 0 and k["weight_smem_offset"] % 1024 == 0
+    assert "(TMA from a producer warp)" in out
+    assert len(re.findall(TMA_BOX, ptx)) == 3
+    assert ptx.count("mbarrier.arrive.expect_tx.shared") == 2  # a W1 tile, a W2 tile
+    assert ptx.count("mbarrier.init.shared") == 2 * k["weight_buffers"]
+    assert "mbarrier.try_wait.parity" in ptx and "fence.proxy.async.shared::cta" in ptx
+    assert ptx.count("mma.sync.aligned.m16n8k16") > 0 and "ldmatrix" in ptx
+    assert ptx.count("fence.acq_rel.gpu") == 2 and len(re.findall(ARRIVE, ptx)) == 1
+    assert re.search(WAIT + rf"{k['blocks']};", ptx)
+    assert facts["sass_local"] == 0
+
+
+def test_tma_ring_planted_no_wait(swiglu):
+    """stream-ring-no-wait chooses the TMA ring and drops the MMA warps' waits on the full
+    mbarriers: the producer's waits on the empty ones remain, the arrivals too."""
+    tmp, model = swiglu
+    *_, good = _compile(model, tmp / "tma-good", "--stream-tma", "on")
+    _, _, k, _, ptx = _compile(model, tmp / "tma-nowait", "--plant-fault", "stream-ring-no-wait")
+    assert k["weight_copy"] == "tma" and k["fault"] == "stream_ring_no_wait"
+    waits = ptx.count("mbarrier.try_wait.parity")
+    assert 0 < waits < good.count("mbarrier.try_wait.parity")
+    assert ptx.count("mbarrier.arrive.shared") == good.count("mbarrier.arrive.shared") > 0
+    assert len(re.findall(TMA_BOX, ptx)) == 3
+
+
+def test_tma_ring_refused_where_it_cannot_stride(tmp_path):
+    model = _model(tmp_path, "gpt2_ffn", 128, 500)
+    p = rowfuse(
+        "compile", model, "--rows", 4, "-o", tmp_path / "x", "--schedule", "chain-stream",
+        "--stream-tma", "on",
+    )  # fmt: skip
+    assert p.returncode != 0 and "multiples of 8" in p.stderr, p.stderr
+
+
 def test_schedule_chain_keeps_chain_mma(swiglu):
     tmp, model = swiglu
     out, plan, k, _, ptx = _compile(model, tmp / "mma", "--schedule", "chain")
@@ -209,7 +267,8 @@ def test_torch_block_sizes_the_stream_scratch_as_the_compiler(tmp_path):
 def test_plant_fault_list_names_chain_stream():
     p = rowfuse("compile", "--plant-fault", "list")
     lines = [ln.split("\t") for ln in p.stdout.splitlines()]
-    assert ["stream-no-fence", "chain-stream"] == lines[-4][:2]
-    assert ["stream-early-reduce", "chain-stream"] == lines[-3][:2]
-    assert ["stream-no-reset", "chain-stream"] == lines[-2][:2]
+    assert ["stream-no-fence", "chain-stream"] == lines[-5][:2]
+    assert ["stream-early-reduce", "chain-stream"] == lines[-4][:2]
+    assert ["stream-no-reset", "chain-stream"] == lines[-3][:2]
+    assert ["stream-ring-no-wait", "chain-stream"] == lines[-2][:2]
     assert ["conv-no-store", "chain-conventional"] == lines[-1][:2]

@@ -193,6 +193,75 @@ static void test_refusals(const rf_target_t *t) {
     CHECK_ERR(rf_chain_split_covered(8192, 16, 600), RF_CODE_UNSUPPORTED, "600 slices");
 }
 
+/* The TMA ring's plan beside the cp.async ring's at the same shape: the same split and tiles,
+ * a producer warp more, the mbarriers between the statistics and the ring, the ring, its
+ * stages and each matrix's tile 1 KB aligned and unpadded, the base's alignment inside the
+ * shared memory; chosen only where asked for (or by its planted fault), refused where a
+ * width is not a multiple of 8. */
+static void test_tma_ring(const rf_target_t *t) {
+    static const float placeholder[8];
+    struct {
+        int64_t c, h, rows;
+        int gated;
+    } shapes[] = {{2048, 5632, 1, 1}, {4096, 16384, 4, 0}, {768, 3072, 16, 0}, {512, 2048, 64, 1}};
+    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
+        rf_chain_t *c = ffn(NULL, shapes[i].c, shapes[i].h, shapes[i].gated, placeholder);
+        rf_chain_stream_plan_t a, b;
+        CHECK_OK(rf_chain_stream_plan_make(c, shapes[i].rows, t, 0, &a));
+        CHECK_OK(rf_chain_stream_plan_make(c, shapes[i].rows, t, 1, &b));
+        int64_t mats = shapes[i].gated ? 2 : 1, al = RF_STREAM_TMA_ALIGN;
+        printf("  TMA ring, %lld -> %lld at %lld rows: %d buffers of %lld B (cp.async: %d of "
+               "%lld B), %lld B smem\n",
+               (long long)shapes[i].c, (long long)shapes[i].h, (long long)shapes[i].rows,
+               b.weight_buffers, (long long)b.ring_bytes, a.weight_buffers, (long long)a.ring_bytes,
+               (long long)b.smem_bytes);
+        CHECK(!a.tma && b.tma && rf_chain_stream_threads(&a) == 32 * a.warps &&
+              rf_chain_stream_threads(&b) == 32 * (b.warps + 1));
+        CHECK(a.blocks == b.blocks && a.slice == b.slice && a.n_chunk1 == b.n_chunk1 &&
+              a.k_chunk1 == b.k_chunk1 && a.n_chunk2 == b.n_chunk2 && a.k_chunk2 == b.k_chunk2);
+        CHECK(b.mbar_offset % 8 == 0 && b.mbar_offset >= b.stats_offset + b.tile_rows * 8);
+        CHECK(b.weight_smem_offset >= b.mbar_offset + 16 * b.weight_buffers);
+        CHECK(b.weight_smem_offset % al == 0 && b.ring_bytes % al == 0);
+        int64_t t1 = (int64_t)b.k_chunk1 * b.n_chunk1 * 2,
+                t2 = (int64_t)b.k_chunk2 * b.n_chunk2 * 2;
+        CHECK(b.ring_bytes >= mats * ((t1 + al - 1) / al * al) && b.ring_bytes >= t2);
+        CHECK(b.ring_bytes < mats * ((t1 + al - 1) / al * al) + al || b.ring_bytes < t2 + al);
+        CHECK(b.smem_bytes == b.weight_smem_offset + b.weight_buffers * b.ring_bytes + al);
+        CHECK(b.smem_bytes <= t->smem_per_block && b.weight_buffers >= 2 &&
+              b.weight_buffers <= RF_STREAM_TMA_MAX_BUFFERS);
+        rf_chain_destroy(c);
+    }
+    /* asked for, or planted: the TMA ring; auto: cp.async */
+    rf_rng_t r;
+    rf_rng_seed(&r, SEED + 3);
+    rf_chain_t *c = ffn(&r, 256, 1024, 1, NULL);
+    rf_compile_options_t o;
+    rf_compile_options_default(&o);
+    static rf_chain_plan_t p;
+    rf_chain_stream_plan_t s;
+    int chosen = 0;
+    struct {
+        int stream_tma;
+        const char *fault;
+        int tma;
+    } cases[] = {{-1, NULL, 0}, {0, NULL, 0}, {1, NULL, 1}, {-1, "stream-ring-no-wait", 1}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        o.stream_tma = cases[i].stream_tma;
+        o.fault = cases[i].fault;
+        CHECK_OK(rf_chain_stream_choose(c, &o, 4, t, rf_chain_plan_make(c, 4, t, 0, &p), &p, &s,
+                                        &chosen));
+        CHECK(chosen && s.tma == cases[i].tma);
+        CHECK(p.warps * 32 == rf_chain_stream_threads(&s));
+    }
+    rf_chain_destroy(c);
+    /* a hidden width TMA cannot stride over */
+    c = ffn(&r, 64, 100, 0, NULL);
+    rf_chain_stream_plan_t q;
+    CHECK_OK(rf_chain_stream_plan_make(c, 4, t, 0, &q));
+    CHECK_ERR(rf_chain_stream_plan_make(c, 4, t, 1, &q), RF_CODE_UNSUPPORTED, "multiples of 8");
+    rf_chain_destroy(c);
+}
+
 /* The model of the split kernel against the references, and its planted early reduction. */
 static void test_split_model(void) {
     rf_rng_t r;
@@ -252,6 +321,7 @@ int main(void) {
     test_llama_widths(&t);
     test_choice(&t);
     test_refusals(&t);
+    test_tma_ring(&t);
     test_split_model();
     return rf_test_finish();
 }
