@@ -16,7 +16,9 @@ package's kernels on torch's current stream (one; a chain's conventional schedul
 linear) and allocates nothing but Y and, for the conventional schedule, the scratch between
 its kernels (both from torch's allocator), so it can be captured inside torch.cuda.graph.
 The weight-streaming kernel's scratch (partials and counters) is the block's own, made and
-zeroed on its first call at a row count: one such call in flight per block at a time.
+zeroed at load for the rows the plan was made for and on the first call at any other row
+count (so a first call at the planned rows inside a CUDA graph capture captures no
+zeroing): one such call in flight per block at a time.
 
 Two kinds of package:
 - a chain package (any chain of row-local stages: linears, activations, gated products,
@@ -315,10 +317,22 @@ class ChainBlock(_Loaded):
             dev = self.device
             self._wh = torch.from_numpy(wh if wh.size else np.zeros(8, np.float16)).to(dev)
             self._wf = torch.from_numpy(wf if wf.size else np.zeros(8, np.float32)).to(dev)
+            if self._stream is not None and self.rows:
+                self._scratch_for(int(self.rows))
         self.handle = _register(self)
         self._tmp = tmp
         if tmp is not None:  # the package compile_block made: removed with the block
             weakref.finalize(self, shutil.rmtree, tmp, True)
+
+    def _scratch_for(self, rows: int) -> torch.Tensor:
+        """The weight-streaming kernel's scratch at `rows`: made and zeroed once (its
+        reducers reset the counters for the next launch)."""
+        scratch = self._stream_scratch.get(rows)
+        if scratch is None:
+            nbytes = stream_scratch_bytes(self._stream, rows)
+            scratch = torch.zeros(nbytes, dtype=torch.uint8, device=self.device)
+            self._stream_scratch[rows] = scratch
+        return scratch
 
     def _run(self, x: torch.Tensor) -> torch.Tensor:
         lead = x.shape[:-1]
@@ -370,11 +384,7 @@ class ChainBlock(_Loaded):
             scratch = torch.empty(nbytes, dtype=torch.uint8, device=self.device)
             a.scratch, a.scratch_bytes = scratch.data_ptr(), nbytes
         elif self._stream is not None:
-            scratch = self._stream_scratch.get(rows)
-            if scratch is None:
-                nbytes = stream_scratch_bytes(self._stream, rows)
-                scratch = torch.zeros(nbytes, dtype=torch.uint8, device=self.device)
-                self._stream_scratch[rows] = scratch
+            scratch = self._scratch_for(rows)
             a.scratch, a.scratch_bytes = scratch.data_ptr(), scratch.numel()
         stream = torch.cuda.current_stream(self.device).cuda_stream
         _check(

@@ -14,8 +14,9 @@ There, in order: every weights.bin written from the modules, once; `rowfuse chec
 every package at its rows from CHAINS_CHECK_MIN_ROWS up to CHAINS_CHECK_MAX_ROWS
 (default 1 to 1,000: the fp64 reference runs on the CPU) and of the planted faults
 (FAULT_PACKAGES: each conventional schedule with its scratch stores planted away, the
-streaming kernel's checking build with each of its reduction faults; each check must fail,
-and the same checking build of the correct kernel, STREAM_CHECK_BUILDS, must pass), then
+streaming kernel's checking build with each of its reduction faults and its TMA ring's
+fault; each check must fail, and the same checking build of the correct kernel,
+STREAM_CHECK_BUILDS, must pass; the TMA ring's packages, TMA_ROWS, checked like the rest), then
 compute-sanitizer's memcheck and racecheck on the streaming kernel and five conventional
 packages (CHAINS_SAN); the weight-streaming packages through `rowfuse bench --c` with
 warm and cold L2 (stream.json); then `python -m rowfuse.bench.chains`, in one process,
@@ -80,11 +81,15 @@ def prepare(jobs: int, stamp: str) -> dict:
             for name, (r, sched, fault) in FAULT_PACKAGES.items():
                 args = [model, "--rows", str(r), "--schedule", sched, "--plant-fault", fault]
                 if sched == "chain-stream":  # its checking build (chain_stream.py)
-                    args += ["--check-delay", str(STREAM_CHECK_DELAY)]
+                    args += ["--check-delay", str(STREAM_CHECK_DELAY)] + _ring(name)
                 specs.append((name, args, False))
             for name, r in STREAM_CHECK_BUILDS.items():  # controls: each check must pass
-                args = [model, "--rows", str(r), "--schedule", "chain-stream"]
+                args = [model, "--rows", str(r), "--schedule", "chain-stream"] + _ring(name)
                 specs.append((name, args + ["--check-delay", str(STREAM_CHECK_DELAY)], False))
+        # the streaming kernel with the TMA ring beside the plan's (cp.async) at its rows
+        for r in TMA_ROWS.get(k, ()):
+            args = [model, "--rows", str(r), "--schedule", "chain-stream", "--stream-tma", "on"]
+            specs.append((chains.package_name(k, r) + "-tma", args, False))
         # the conventional schedules of the same block (the suite's rowfuse-conv and
         # rowfuse-conv-wgmma)
         for sfx, sched in (("-conv", "conventional"), ("-wgmma", "conventional-wgmma")):
@@ -247,7 +252,9 @@ def _checks(r: c.Run, d, m) -> None:
 
 # the GPT-2 FFN's conventional schedules with their scratch stores planted away
 # (conv-no-store), and its streaming kernel with each planted reduction fault (in its
-# checking build), name -> (rows, schedule, fault): `rowfuse check` must fail each
+# checking build), name -> (rows, schedule, fault): `rowfuse check` must fail each. A name
+# with "-tma" is the TMA ring's kernel (--stream-tma on): its own fault (the MMA warps not
+# waiting for a stage's bytes) and a reduction fault, which the ring must not hide.
 FAULT_PACKAGES = {
     "gpt2_ffn-7-conv-nostore": (7, "conventional", "conv-no-store"),
     "gpt2_ffn-64-wgmma-nostore": (64, "conventional-wgmma", "conv-no-store"),
@@ -255,7 +262,21 @@ FAULT_PACKAGES = {
     "gpt2_ffn-16-stream-early": (16, "chain-stream", "stream-early-reduce"),
     "gpt2_ffn-4-stream-noreset": (4, "chain-stream", "stream-no-reset"),
     "gpt2_ffn-64-stream-noreset": (64, "chain-stream", "stream-no-reset"),
+    "gpt2_ffn-4-tma-nowait": (4, "chain-stream", "stream-ring-no-wait"),
+    "gpt2_ffn-16-tma-nowait": (16, "chain-stream", "stream-ring-no-wait"),
+    "gpt2_ffn-4-tma-early": (4, "chain-stream", "stream-early-reduce"),
 }
+# The TMA ring's packages (KIND-ROWS-tma) beside the plan's at the decode rows: checked,
+# sanitized (SANITIZE) and timed warm and cold (stream.json) like every streaming package,
+# before auto may choose the ring
+TMA_ROWS = {"gpt2_ffn": (1, 4, 16, 64), "llama_ffn": (1, 4, 16), "xl_gelu_ffn": (1, 4, 16)}
+
+
+def _ring(name: str) -> list:
+    """The compile option of a fault or checking build's ring: TMA for a "-tma" name."""
+    return ["--stream-tma", "on"] if "-tma" in name else []
+
+
 # (stream-no-fence is not among them: its unfenced partial stores reach the L2 long before
 # any other block reads them, so no output shows the missing fences; on an H100 it passed
 # the checking build too. test_chain_stream.py checks its PTX instead. stream-no-reset is
@@ -266,13 +287,19 @@ FAULT_PACKAGES = {
 # poison. The
 # same build of the correct kernel (name -> rows) must pass: the delays break nothing.
 STREAM_CHECK_DELAY = 200_000
-STREAM_CHECK_BUILDS = {"gpt2_ffn-4-stream-delay": 4, "gpt2_ffn-64-stream-delay": 64}
+STREAM_CHECK_BUILDS = {
+    "gpt2_ffn-4-stream-delay": 4,
+    "gpt2_ffn-64-stream-delay": 64,
+    "gpt2_ffn-4-tma-delay": 4,
+}
 
 # packages compute-sanitizer runs on (memcheck and racecheck, at the package's rows): the
-# streaming kernel (its cross-block wait and reduction), the conventional schedules' kernels of
-# three kinds, from 7 to 1,000 rows, and the Hopper GEMMs
+# streaming kernel with either ring (its cross-block wait and reduction; the TMA ring's
+# mbarriers), the conventional schedules' kernels of three kinds, from 7 to 1,000 rows, and
+# the Hopper GEMMs
 SANITIZE = (
     "gpt2_ffn-4",
+    "gpt2_ffn-4-tma",
     "gpt2_ffn-7-conv",
     "bert_ffn-64-conv",
     "stacked-1000-conv",
