@@ -521,14 +521,7 @@ class StreamKernel(TileOps):
         bid, _, _ = cute.arch.block_idx()
         smem = cutlass.utils.SmemAllocator()
         base = smem.allocate(p.smem_bytes, 128)
-        sX = cute.make_tensor(
-            cute.recast_ptr(base + p.x_offset, dtype=cutlass.Float16),
-            cute.make_layout((tm, p.x_cols), stride=(p.x_stride, 1)),
-        )
-        sH = cute.make_tensor(
-            cute.recast_ptr(base + p.h_offset, dtype=cutlass.Float16),
-            cute.make_layout((tm, p.slice), stride=(p.h_stride, 1)),
-        )
+        sX, sH = self.views(base)
         offs = (f.w,) if f.op == "linear" else (f.wg, f.wu)
         gW1 = [
             cute.make_tensor(mWh.iterator + off, cute.make_layout((C, H), stride=(H, 1)))
@@ -538,28 +531,9 @@ class StreamKernel(TileOps):
         ring1 = [self.ring(base, m, p.k_chunk1, p.n_chunk1) for m in range(len(offs))]
         ring2 = self.ring(base, 0, p.k_chunk2, p.n_chunk2)
         h0 = bid * p.slice
-        nk1 = p.x_cols // p.k_chunk1
-        nk2 = p.slice // p.k_chunk2
-        nbuf = p.weight_buffers
         ctx = (mX, mWf, mY, mS, gW1, gW2, ring1, ring2, sX, sH, base, h0, bid, tid)
-        ntiles = (rows + tm - 1) // tm
-        for rt in cutlass.range(ntiles, unroll=1):
-            row0 = rt * tm
-            nrows = rows - row0
-            self.stage(mX, sX, row0, nrows, 0, C, tm, p.x_cols, _vec_elems(C, 2), tid)
-            cute.arch.cp_async_commit_group()
-            for t in cutlass.range_constexpr(nbuf - 1):  # the first weights, before X
-                self.issue(ctx, t)
-                cute.arch.cp_async_commit_group()
-            cute.arch.cp_async_wait_group(nbuf - 1)
-            self.mma_barrier()
-            if cutlass.const_expr(p.norm is not None):
-                self.norm_x(ctx)
-            self.gemm1(ctx, nk1, 0)
-            self.gemm2(ctx, nk2, rows, row0, nrows, 0)
-            cute.arch.cp_async_wait_group(0)
-            self.arrive(ctx, rt, rows)
-            self.reduce(ctx, rt, rows, row0, nrows)
+        for rt in cutlass.range((rows + tm - 1) // tm, unroll=1):
+            self.row_tile(ctx, rt, rows, 0)
 
     @cute.kernel
     def kernel_tma(
@@ -583,15 +557,13 @@ class StreamKernel(TileOps):
         reduction, which stages partials in the ring, is done before the producer refills it
         (and the MMA warps fenced their generic writes to it against the async proxy)."""
         p, tm = self.p, self.tm
-        C = p.in_width
         gated = p.gated
         tid, _, _ = cute.arch.thread_idx()
         bid, _, _ = cute.arch.block_idx()
         warp = cute.arch.make_warp_uniform(cute.arch.warp_idx())
         smem = cutlass.utils.SmemAllocator()
         base = smem.allocate(p.smem_bytes - TMA_ALIGN, TMA_ALIGN)
-        full = cute.recast_ptr(base + p.mbar_offset, dtype=cutlass.Int64)
-        empty = full + p.weight_buffers
+        full, empty = self.mbarriers(base)
         if warp == p.warps:
             cpasync.prefetch_descriptor(tma1)
             if cutlass.const_expr(gated):
@@ -603,22 +575,13 @@ class StreamKernel(TileOps):
                     cute.arch.mbarrier_init(empty + st, p.warps)
         cute.arch.mbarrier_init_fence()
         cute.arch.barrier()  # the mbarriers initialised, for every warp
-        sX = cute.make_tensor(
-            cute.recast_ptr(base + p.x_offset, dtype=cutlass.Float16),
-            cute.make_layout((tm, p.x_cols), stride=(p.x_stride, 1)),
-        )
-        sH = cute.make_tensor(
-            cute.recast_ptr(base + p.h_offset, dtype=cutlass.Float16),
-            cute.make_layout((tm, p.slice), stride=(p.h_stride, 1)),
-        )
+        sX, sH = self.views(base)
         mats = 2 if gated else 1
         l1 = self.tma_layout(p.n_chunk1, p.k_chunk1)  # (as the host's TMA atoms were made)
         l2 = self.tma_layout(p.n_chunk2, p.k_chunk2)
         ring1 = [self.tma_ring(base, l1, m, p.n_chunk1, p.k_chunk1) for m in range(mats)]
         ring2 = self.tma_ring(base, l2, 0, p.n_chunk2, p.k_chunk2)
         h0 = bid * p.slice
-        nk1 = p.x_cols // p.k_chunk1
-        nk2 = p.slice // p.k_chunk2
         ctx = (mX, mWf, mY, mS, None, None, ring1, ring2, sX, sH, base, h0, bid, tid)
         # the producer's TMA partitions: W tiles (n tile, k tile) -> ring stages
         one = cute.make_layout(1)
@@ -637,28 +600,66 @@ class StreamKernel(TileOps):
             )
         )
         atoms = (tma1, tmau)[:mats] + (tma2,)
-        ntiles = (rows + tm - 1) // tm
-        for rt in cutlass.range(ntiles, unroll=1):
-            row0 = rt * tm
-            nrows = rows - row0
+        for rt in cutlass.range((rows + tm - 1) // tm, unroll=1):
             g0 = rt * (p.tiles1 + p.tiles2)
             cute.arch.barrier()  # the ring's last readers (the previous reduction) are done
             if warp == p.warps:
                 self.produce(atoms, parts, full, empty, g0, bid)
             else:
-                self.stage(mX, sX, row0, nrows, 0, C, tm, p.x_cols, _vec_elems(C, 2), tid)
+                self.row_tile(ctx, rt, rows, g0)
+
+    def views(self, base):
+        """X [tile_rows, x_cols] and the hidden slice [tile_rows, slice] in shared memory."""
+        p, tm = self.p, self.tm
+        sX = cute.make_tensor(
+            cute.recast_ptr(base + p.x_offset, dtype=cutlass.Float16),
+            cute.make_layout((tm, p.x_cols), stride=(p.x_stride, 1)),
+        )
+        sH = cute.make_tensor(
+            cute.recast_ptr(base + p.h_offset, dtype=cutlass.Float16),
+            cute.make_layout((tm, p.slice), stride=(p.h_stride, 1)),
+        )
+        return sX, sH
+
+    def mbarriers(self, base):
+        """The TMA ring's full and empty mbarriers (weight_buffers each)."""
+        full = cute.recast_ptr(base + self.p.mbar_offset, dtype=cutlass.Int64)
+        return full, full + self.p.weight_buffers
+
+    @cute.jit
+    def row_tile(self, ctx, rt, rows, g0):
+        """Row tile rt on the MMA warps (module docstring, 1-5): X staged (cp.async ring:
+        the first weight tiles issued behind it), the norm, the two matmuls (their tiles from
+        g0 on in a TMA ring), the arrival and this block's share of the reduction (a TMA ring:
+        then the fence of its generic writes to the ring against the next row tile's TMA)."""
+        mX, mWf, mY, mS, gW1, gW2, ring1, ring2, sX, sH, base, h0, bid, tid = ctx
+        p, tm = self.p, self.tm
+        C, nbuf = p.in_width, p.weight_buffers
+        row0 = rt * tm
+        nrows = rows - row0
+        self.stage(mX, sX, row0, nrows, 0, C, tm, p.x_cols, _vec_elems(C, 2), tid)
+        cute.arch.cp_async_commit_group()
+        if cutlass.const_expr(p.tma):
+            cute.arch.cp_async_wait_group(0)
+        else:
+            for t in cutlass.range_constexpr(nbuf - 1):  # the first weights, before X
+                self.issue(ctx, t)
                 cute.arch.cp_async_commit_group()
-                cute.arch.cp_async_wait_group(0)
-                self.mma_barrier()
-                if cutlass.const_expr(p.norm is not None):
-                    self.norm_x(ctx)
-                self.gemm1(ctx, nk1, g0)
-                self.mma_barrier()  # the hidden slice, for every MMA warp
-                self.gemm2(ctx, nk2, rows, row0, nrows, g0)
-                self.arrive(ctx, rt, rows)
-                self.reduce(ctx, rt, rows, row0, nrows)
-                # the reduction's generic writes to the ring, ordered before the TMA's
-                cute.arch.fence_proxy("async.shared", space="cta")
+            cute.arch.cp_async_wait_group(nbuf - 1)
+        self.mma_barrier()
+        if cutlass.const_expr(p.norm is not None):
+            self.norm_x(ctx)
+        self.gemm1(ctx, p.x_cols // p.k_chunk1, g0)
+        if cutlass.const_expr(p.tma):
+            self.mma_barrier()  # the hidden slice, for every MMA warp
+        self.gemm2(ctx, p.slice // p.k_chunk2, rows, row0, nrows, g0)
+        if cutlass.const_expr(not p.tma):
+            cute.arch.cp_async_wait_group(0)
+        self.arrive(ctx, rt, rows)
+        self.reduce(ctx, rt, rows, row0, nrows)
+        if cutlass.const_expr(p.tma):
+            # the reduction's generic writes to the ring, ordered before the TMA's
+            cute.arch.fence_proxy("async.shared", space="cta")
 
     # the residual MLP's mbarrier wait (a watchdog: a trap rather than a hang)
     wait = rh.WgmmaMlpKernel.wait
@@ -709,8 +710,7 @@ class StreamKernel(TileOps):
         p = self.p
         if cutlass.const_expr(p.tma):
             if cutlass.const_expr(p.fault != "stream_ring_no_wait"):
-                base = ctx[10]
-                full = cute.recast_ptr(base + p.mbar_offset, dtype=cutlass.Int64)
+                full, _ = self.mbarriers(ctx[10])  # (ctx[10]: the shared-memory base)
                 g = g0 + t
                 self.wait(full + g % p.weight_buffers, (g // p.weight_buffers) % 2)
         else:
@@ -722,8 +722,7 @@ class StreamKernel(TileOps):
         mbarrier, after every lane's reads); cp.async: nothing (the next step's barrier)."""
         p = self.p
         if cutlass.const_expr(p.tma):
-            base = ctx[10]
-            empty = cute.recast_ptr(base + p.mbar_offset, dtype=cutlass.Int64) + p.weight_buffers
+            _, empty = self.mbarriers(ctx[10])
             cute.arch.sync_warp()
             with cute.arch.elect_one():
                 cute.arch.mbarrier_arrive(empty + (g0 + t) % p.weight_buffers)
