@@ -227,6 +227,19 @@ static void wgmma_geometry(const rf_chain_t *c, int64_t rows, const rf_target_t 
     p->smem_bytes = rf_chain_wgmma_smem(tm, tn, 64, stages, gated ? 2 : 1);
 }
 
+double rf_chain_wgmma_cost_us(const rf_chain_t *c, int64_t rows) {
+    double flops = 0.0;
+    int kernels = 0;
+    for (int i = 0; i < c->n_stages; i++) {
+        const rf_chain_stage_t *s = &c->stages[i];
+        if (rf_chain_stage_is_mm(s))
+            flops += 2.0 * (double)rows * (double)s->k * (double)s->n *
+                     (s->op == RF_CHAIN_GATED ? 2.0 : 1.0);
+        kernels += rf_chain_stage_is_mm(s) || s->op == RF_CHAIN_NORM;
+    }
+    return RF_CHAIN_WGMMA_KERNEL_US * kernels + flops / (RF_CHAIN_WGMMA_TFLOPS * 1e6);
+}
+
 rf_status_t rf_chain_conv_plan_make(const rf_chain_t *c, int64_t rows, const rf_target_t *t,
                                     int tile_rows, int wgmma, rf_chain_plan_t *whole,
                                     rf_chain_conv_plan_t *cp) {

@@ -550,14 +550,14 @@ static rf_status_t write_package(const rf_compile_options_t *o, rf_chain_plan_t 
 
 /* The conventional schedule's package (compile/chain_conv.h); p receives the whole plan. */
 static rf_status_t compile_conv(const rf_chain_t *c, const rf_compile_options_t *o, int64_t rows,
-                                const rf_target_t *t, const char *why, rf_chain_plan_t *p) {
+                                const rf_target_t *t, int wgmma, const char *why,
+                                rf_chain_plan_t *p) {
     rf_chain_conv_plan_t cp;
     if (o->fault && strcmp(o->fault, "conv-no-store") != 0)
         return RF_ERR(RF_CODE_UNSUPPORTED,
                       "--plant-fault %s: the conventional schedule of a chain takes conv-no-store "
                       "(the chain_stream kernel's faults are for --schedule chain-stream)",
                       o->fault);
-    int wgmma = o->schedule && !strcmp(o->schedule, "conventional-wgmma");
     if (wgmma && strcmp(t->arch, "sm_90a") != 0)
         return RF_ERR(RF_CODE_UNSUPPORTED,
                       "--schedule conventional-wgmma: its GEMMs are Hopper kernels (wgmma, "
@@ -598,18 +598,31 @@ static rf_status_t compile_chain(const rf_chain_t *c, const rf_compile_options_t
         t.sm_count = o->sm_count;
     int64_t rows = o->rows > 0 ? o->rows : (c->rows > 0 ? c->rows : 1);
     if (conv)
-        return compile_conv(c, o, rows, &t, NULL, p);
+        return compile_conv(c, o, rows, &t, !strcmp(o->schedule, "conventional-wgmma"), NULL, p);
     if (o->fault && !strcmp(o->fault, "conv-no-store"))
         return RF_ERR(RF_CODE_INVALID_ARGUMENT,
                       "--plant-fault conv-no-store is planted in the conventional schedule's "
                       "kernels: it needs --schedule conventional");
     rf_status_t mma = rf_chain_plan_make(c, rows, &t, o->tile_rows, p);
-    /* auto, beyond the decode rows, where one block cannot hold a row tile's values: the
-     * streaming kernel would stream every weight again for each row tile */
-    if (mma && automatic && !o->fault && rows > RF_STREAM_MAX_ROWS &&
-        rf_status_code(mma) == RF_CODE_UNSUPPORTED) {
-        rf_status_free(mma);
-        return compile_conv(c, o, rows, &t, "auto: chain_mma does not fit at this row count", p);
+    /* auto, beyond the decode rows (the streaming kernel would stream every weight again for
+     * each row tile): the conventional schedule where one block cannot hold a row tile's
+     * values, or on Hopper its GEMMs where chain_mma streams its weights per row tile and
+     * their cost line is the lower */
+    int hopper = !strcmp(t.arch, "sm_90a");
+    if (automatic && !o->fault && rows > RF_STREAM_MAX_ROWS) {
+        if (mma && rf_status_code(mma) == RF_CODE_UNSUPPORTED) {
+            rf_status_free(mma);
+            return compile_conv(c, o, rows, &t, hopper,
+                                "auto: chain_mma does not fit at this row count", p);
+        }
+        double mma_us = rf_chain_mma_cost_us(2 * p->wh_elems, rows, p->tile_rows, &t);
+        double gemm_us = rf_chain_wgmma_cost_us(c, rows);
+        if (!mma && hopper && p->weight_buffers > 0 && gemm_us < mma_us) {
+            char why[96];
+            snprintf(why, sizeof why, "auto: cost lines %.0f us as GEMMs, %.0f us as chain_mma",
+                     gemm_us, mma_us);
+            return compile_conv(c, o, rows, &t, 1, why, p);
+        }
     }
     /* the weight-streaming schedule (compile/chain_stream.h) where it applies and wins, or
      * where chain_mma does not fit */

@@ -130,10 +130,9 @@ static double stream_cost(const rf_chain_stream_plan_t *p) {
            partial / (RF_STREAM_REDUCE_GBS * 1e3);
 }
 
-/* chain_mma at these rows: each row tile's block streams every weight alone (one SM's
- * rate), the tiles together at most at the device's. */
-static double mma_cost(int64_t weight_bytes, int64_t rows, const rf_target_t *t) {
-    int64_t tiles = rf_div_up(rows, 16);
+double rf_chain_mma_cost_us(int64_t weight_bytes, int64_t rows, int tile_rows,
+                            const rf_target_t *t) {
+    int64_t tiles = rf_div_up(rows, tile_rows);
     double alone = (double)weight_bytes / (RF_STREAM_SM_GBS * 1e3);
     double waves = (double)rf_div_up(tiles, t->sm_count);
     double together = (double)weight_bytes * (double)tiles / (RF_STREAM_HBM_GBS * 1e3);
@@ -220,7 +219,7 @@ fits:
     if (blocks_per_sm(p, t) < 1)
         return RF_ERR(RF_CODE_UNSUPPORTED, "the streaming kernel leaves no block resident");
     p->cost_us = stream_cost(p);
-    p->mma_cost_us = mma_cost(p->weight_bytes, rows, t);
+    p->mma_cost_us = rf_chain_mma_cost_us(p->weight_bytes, rows, 16, t);
     return RF_OK;
 }
 

@@ -119,6 +119,12 @@ typedef struct rf_chain_stream_plan {
  * naming the stage). */
 rf_status_t rf_chain_stream_shape(const rf_chain_t *c, rf_chain_stream_shape_t *out);
 
+/* chain_mma's cost line where it streams its weights (us): each block of `tile_rows` rows
+ * streams every weight alone (RF_STREAM_SM_GBS, one SM's rate), the tiles together at most
+ * at the device's (RF_STREAM_HBM_GBS), plus RF_STREAM_MMA_FIXED_US. */
+double rf_chain_mma_cost_us(int64_t weight_bytes, int64_t rows, int tile_rows,
+                            const rf_target_t *t);
+
 /* The split, tiles, shared memory and cost of chain c at `rows` on target t, its weights
  * copied by TMA when `tma` (else cp.async); UNSUPPORTED when the shape does not apply,
  * nothing fits, or TMA cannot copy the weights (H or N not a multiple of 8). */

@@ -116,6 +116,18 @@ def test_summary_and_table_of_a_cell():
     assert s2["regret_rowfuse_cold"] == 1.25 and s2["regret_all_cold"] == 2.0
 
 
+def test_a_sibling_is_left_out_only_where_it_is_the_plans_own_schedule():
+    # the streaming kernel with the cp.async ring keeps its TMA sibling beside it, and the
+    # reverse; the schedule names are those of SIBLINGS
+    cp = {"schedule": "chain_stream", "kernels": [{"name": "stream_0", "weight_copy": "cp_async"}]}
+    tma = {"schedule": "chain_stream", "kernels": [{"name": "stream_0", "weight_copy": "tma"}]}
+    mma = {"schedule": "chain", "kernels": [{"name": "chain_0"}]}
+    names = {s for _, _, s in chains.SIBLINGS}
+    assert chains.own_schedule(cp) == "chain_stream" and chains.own_schedule(cp) in names
+    assert chains.own_schedule(tma) == "chain_stream_tma" and chains.own_schedule(tma) in names
+    assert chains.own_schedule(mma) == "chain"
+
+
 @pytest.mark.parametrize("package", ["vit_ffn_ls"], indirect=True)
 def test_the_package_check_knows_a_folded_layerscale(package):
     """rowfuse.torch's check that a package holds the module's weights accepts W * gamma

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 
 import numpy as np
 import pytest
@@ -269,9 +270,11 @@ def test_a_norm_after_a_matmul_keeps_its_kernel_at_many_rows(tmp_path):
     assert ks[1]["segment"]["slices"] == 1 and ks[1]["segment"]["split_stage"] == -1
 
 
-def test_auto_takes_conventional_where_chain_mma_does_not_fit(tmp_path):
+def test_auto_takes_the_gemms_where_chain_mma_does_not_fit(tmp_path):
     """The LLaMA-width FFN at 1,000 rows: no block holds a row tile's 5,632-wide hidden
-    beside X, and the streaming kernel would stream all weights again per row tile."""
+    beside X, and the streaming kernel would stream all weights again per row tile; on
+    Hopper auto takes the conventional schedule with its linears as GEMMs, the norm in a
+    kernel of its own."""
     pytest.importorskip("cutlass")
     module, ex = blocks.make("llama_ffn", small=False, rows=16)
     model = export(module, ex, 16, str(tmp_path / "llama.onnx"))
@@ -279,13 +282,46 @@ def test_auto_takes_conventional_where_chain_mma_does_not_fit(tmp_path):
     p = rowfuse("compile", model, "--rows", 1000, "-o", out)
     assert p.returncode == 0, p.stdout + p.stderr
     plan = json.loads((out / "plan.json").read_text())
-    assert plan["schedule"] == "conventional", plan["schedule_reason"]
+    assert plan["schedule"] == "conventional-wgmma", plan["schedule_reason"]
     assert "does not fit" in plan["schedule_reason"]
-    assert [[s["op"] for s in k["stages"]] for k in plan["kernels"]] == SEGMENTS["llama_ffn"]
+    assert [[s["op"] for s in k["stages"]] for k in plan["kernels"]] == [
+        ["norm"],
+        ["gated"],
+        ["linear"],
+    ]
+    assert [k["mode"] for k in plan["kernels"]] == ["chain_mma", "chain_wgmma", "chain_wgmma"]
     # at 4 rows the streaming kernel stays the choice
     p = rowfuse("compile", model, "--rows", 4, "-o", tmp_path / "pkg4")
     assert p.returncode == 0, p.stdout + p.stderr
     assert json.loads((tmp_path / "pkg4" / "plan.json").read_text())["schedule"] == "chain_stream"
+
+
+def test_auto_weighs_the_gemms_against_chain_mma_above_the_decode_rows(tmp_path):
+    """Above the decode rows auto weighs chain_mma, which streams every weight again for
+    each row tile, against the linears as Hopper GEMMs by their cost lines (the reason
+    states both): the GPT-2 FFN (9.4 MB of weights) takes the GEMMs at 1,000 rows, where
+    the whole-chain kernel's line is nine times theirs; a chain whose weights stay resident
+    in the whole-chain kernel keeps it; at 64 rows the decode schedules decide as before."""
+    pytest.importorskip("cutlass")
+    module, ex = blocks.make("gpt2_ffn", small=False, rows=16)
+    model = export(module, ex, 16, str(tmp_path / "gpt2.onnx"))
+    p = rowfuse("compile", model, "--rows", 1000, "-o", tmp_path / "g1000")
+    assert p.returncode == 0, p.stdout + p.stderr
+    plan = json.loads((tmp_path / "g1000" / "plan.json").read_text())
+    assert plan["schedule"] == "conventional-wgmma", plan["schedule_reason"]
+    m = re.search(r"cost lines (\d+) us as GEMMs, (\d+) us as chain_mma", plan["schedule_reason"])
+    assert m and 9 * int(m[1]) < int(m[2]), plan["schedule_reason"]
+    p = rowfuse("compile", model, "--rows", 64, "-o", tmp_path / "g64")
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert json.loads((tmp_path / "g64" / "plan.json").read_text())["schedule"] != (
+        "conventional-wgmma"
+    )
+    module, ex = blocks.make("tcnn_mlp", small=False, rows=16)
+    model = export(module, ex, 16, str(tmp_path / "tcnn.onnx"))
+    p = rowfuse("compile", model, "--rows", 16384, "-o", tmp_path / "t")
+    assert p.returncode == 0, p.stdout + p.stderr
+    plan = json.loads((tmp_path / "t" / "plan.json").read_text())
+    assert plan["schedule"] == "chain" and plan["kernels"][0]["weight_buffers"] == 0
 
 
 def test_conventional_refuses_other_planted_faults(tmp_path):

@@ -171,6 +171,24 @@ def test_tma_ring_planted_no_wait(swiglu):
     assert len(re.findall(TMA_BOX, ptx)) == 3
 
 
+def test_tma_checking_build_poisons_the_ring_and_delays_the_producer(swiglu):
+    """A checking build with the TMA ring starts every launch with the ring as fp16 NaN
+    (generic stores fenced against the async proxy before the first barrier) and delays the
+    producer's boxes, so a warp that reads a stage without its wait sees NaN rather than
+    the previous launch's equal weights; the plain build has neither."""
+    tmp, model = swiglu
+    *_, plain = _compile(model, tmp / "tma-plain", "--stream-tma", "on")
+    opts = ("--schedule", "chain-stream", "--check-delay", 200000)
+    _, _, k, _, ptx = _compile(model, tmp / "tma-chk", "--stream-tma", "on", *opts)
+    nan = re.compile(r"st\.shared\.(?:b32|u32|s32)\s+\[[^]]+\],\s*(?:2113961472|0x7E007E00)")
+    assert k["check_delay"] == 200000 and nan.search(ptx) and not nan.search(plain)
+    fences = ptx.count("fence.proxy.async.shared::cta")
+    assert fences == plain.count("fence.proxy.async.shared::cta") + 1
+    assert "clock64" in ptx and "clock64" not in plain
+    # the fence comes before the first barrier of the block
+    assert ptx.index("fence.proxy.async.shared::cta") < ptx.index("bar.sync")
+
+
 def test_tma_ring_refused_where_it_cannot_stride(tmp_path):
     model = _model(tmp_path, "gpt2_ffn", 128, 500)
     p = rowfuse(

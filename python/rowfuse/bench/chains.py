@@ -83,14 +83,23 @@ NORM_KEYS = ("gamma", "beta")  # fp32 [width of the norm's input], in wf
 # (package suffix, variant, schedule) of the same block compiled in another schedule with
 # --schedule: KIND-ROWS-conv and KIND-ROWS-wgmma (its linears as Hopper GEMMs) are the
 # suite's; the -mma (whole-chain kernel) and -stream (split-reduction kernel) siblings are
-# compiled for the decode shapes (tests/gpu decode). Each counts among the peers; one whose
-# schedule is the plan's own choice is left out.
+# compiled for the decode shapes (tests/gpu decode), -tma (the split-reduction kernel with
+# its TMA weight ring, --stream-tma on) for those and the suite's decode rows. Each counts
+# among the peers; one whose schedule is the plan's own choice (own_schedule) is left out.
 SIBLINGS = (
     ("-conv", "rowfuse-conv", "conventional"),
     ("-wgmma", "rowfuse-conv-wgmma", "conventional-wgmma"),
     ("-mma", "rowfuse-mma", "chain"),
     ("-stream", "rowfuse-stream", "chain_stream"),
+    ("-tma", "rowfuse-stream-tma", "chain_stream_tma"),
 )
+
+
+def own_schedule(plan: dict) -> str:
+    """A package's schedule as SIBLINGS name it: the plan's, with "_tma" where its
+    streaming kernel has the TMA weight ring."""
+    tma = any(k.get("weight_copy") == "tma" for k in plan.get("kernels", []))
+    return plan.get("schedule", "") + ("_tma" if tma else "")
 
 
 def package_name(kind: str, rows: int, conventional: bool = False) -> str:
@@ -405,7 +414,7 @@ def bench_cell(kind: str, rows: int, package: str, args, seed: int) -> dict:
     alt_blocks = []
     for suffix, name, schedule in SIBLINGS:
         alt = package.rstrip("/") + suffix
-        if cell["schedule"] == schedule or not os.path.isfile(os.path.join(alt, "plan.json")):
+        if own_schedule(plan) == schedule or not os.path.isfile(os.path.join(alt, "plan.json")):
             continue
         alt_plan = _load_package(args, module, alt, package_name(kind, rows) + suffix)
         alt_blocks.append(rtorch.compile_block(module, rows=rows, package=alt))

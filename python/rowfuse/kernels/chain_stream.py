@@ -60,7 +60,10 @@ relaxed), stream_early_reduce (the reducers wait for blocks - 1 arrivals: the of
 that reads a partial before it is written), stream_no_reset (the last reader resets the
 read counter but not the arrivals, so the next launch's reducers pass their wait at once),
 stream_ring_no_wait (TMA ring only: the MMA warps read a stage without waiting on its full
-mbarrier, so before its bytes land). The reduction's faults are judged in a checking build
+mbarrier, so before its bytes land; judged in a checking build too, whose ring starts as
+NaN each launch and whose producer spins check_delay clocks before each row tile's boxes,
+since the stages would otherwise hold the previous launch's equal weights, or the boxes land
+before the MMA warps first read). The reduction's faults are judged in a checking build
 (check_delay > 0: the last block's threads spin that many SM clocks before its first
 partial store of a row tile, while every other block runs ahead): a reducer that does not
 wait for every block's partial then reads the NaN the check writes into the partials before
@@ -115,6 +118,8 @@ COUNTERS_PER_TILE = 2
 COPIES = ("cp_async", "tma")
 # A TMA ring's alignment: its stages, each matrix's tile in a stage, the shared-memory base
 TMA_ALIGN = 1024
+# two fp16 quiet NaNs in one 32-bit word: a checking build's ring before the first boxes
+NAN_PAIR = 0x7E007E00
 
 
 def _up(a: int, b: int) -> int:
@@ -573,6 +578,11 @@ class StreamKernel(TileOps):
                 for st in cutlass.range_constexpr(p.weight_buffers):
                     cute.arch.mbarrier_init(full + st, 1)
                     cute.arch.mbarrier_init(empty + st, p.warps)
+        if cutlass.const_expr(p.check_delay > 0):
+            # a checking build: the ring starts as NaN each launch (never the previous
+            # launch's equal weights), and the producer's first boxes land late (produce)
+            self.poison_ring(base, tid)
+            cute.arch.fence_proxy("async.shared", space="cta")
         cute.arch.mbarrier_init_fence()
         cute.arch.barrier()  # the mbarriers initialised, for every warp
         sX, sH = self.views(base)
@@ -607,6 +617,20 @@ class StreamKernel(TileOps):
                 self.produce(atoms, parts, full, empty, g0, bid)
             else:
                 self.row_tile(ctx, rt, rows, g0)
+
+    @cute.jit
+    def poison_ring(self, base, tid):
+        """A checking build's ring: every stage fp16 NaN (generic stores of every thread),
+        so a warp that reads a stage before its full mbarrier says the bytes landed sees
+        NaN in its products."""
+        p = self.p
+        words = p.weight_buffers * p.ring_bytes // 4
+        ring = cute.make_tensor(
+            cute.recast_ptr(base + p.weight_smem_offset, dtype=cutlass.Int32),
+            cute.make_layout(words),
+        )
+        for i in cutlass.range(tid, words, 32 * (p.warps + 1)):
+            ring[i] = cutlass.Int32(NAN_PAIR)
 
     def views(self, base):
         """X [tile_rows, x_cols] and the hidden slice [tile_rows, slice] in shared memory."""
@@ -679,6 +703,8 @@ class StreamKernel(TileOps):
         k0 = bid * (p.slice // p.k_chunk2)  # the block's first k tile of W2
         bytes1 = mats * p.k_chunk1 * p.n_chunk1 * 2
         bytes2 = p.k_chunk2 * p.n_chunk2 * 2
+        if cutlass.const_expr(p.check_delay > 0):
+            check_spin(p.check_delay)  # a checking build: the row tile's boxes land late
         for t in cutlass.range(p.tiles1 + p.tiles2, unroll=1):
             g = g0 + t
             st = g % nbuf

@@ -5,9 +5,9 @@ turn, fp16 weights log-uniform in 1-400 MB, rows log-uniform in 1-64), each a sp
 rowfuse.blocks kind at those widths (KIND@cNhM), exported once and compiled at its rows by
 auto (SPEC-ROWS) and, beside it, in every other schedule that fits: -conv (one kernel per
 linear), -wgmma (the same as Hopper GEMMs), -mma (the whole chain in one row-tile kernel),
--stream (the split-reduction kernel); a schedule the compiler refuses for the shape is
-recorded, not an error, but auto must compile. Each package's weight map (no weights.bin
-is carried).
+-stream (the split-reduction kernel), -tma (the same with its TMA weight ring); a
+schedule the compiler refuses for the shape is recorded, not an error, but auto must compile.
+Each package's weight map (no weights.bin is carried).
 
 There: every weights.bin written from the modules, then `python -m rowfuse.bench.chains
 --cells SPEC:ROWS,...` (every cell timed warm and with a cold L2; peers cuBLASLt, PyTorch
@@ -26,10 +26,11 @@ from . import chains
 from . import common as c
 
 SIBLINGS = (
-    ("-conv", "conventional"),
-    ("-wgmma", "conventional-wgmma"),
-    ("-mma", "chain"),
-    ("-stream", "chain-stream"),
+    ("-conv", ["--schedule", "conventional"]),
+    ("-wgmma", ["--schedule", "conventional-wgmma"]),
+    ("-mma", ["--schedule", "chain"]),
+    ("-stream", ["--schedule", "chain-stream"]),
+    ("-tma", ["--schedule", "chain-stream", "--stream-tma", "on"]),
 )
 
 
@@ -66,7 +67,7 @@ def prepare(jobs: int, stamp: str) -> dict:
         name = bench_chains.package_name(spec, rows)
         base = [model, "--rows", str(rows)]
         specs.append((name, base, False))
-        specs += [(name + sfx, base + ["--schedule", s], False) for sfx, s in SIBLINGS]
+        specs += [(name + sfx, base + opts, False) for sfx, opts in SIBLINGS]
         cells.append({"spec": spec, "rows": rows, "weight_bytes": nbytes, "package": name})
     recs = c.compile_many(specs, jobs, stamp)
     refused = {n: r["detail"] for n, r in recs.items() if r["status"] == "unsupported"}
