@@ -77,9 +77,9 @@ typedef struct rf_compile_options {
     rf_grid_rule_t grid;
     int ring, min_blocks; /* experimental kernel variants (notes/kernels.md) */
     int max_grid;         /* tests: cap blocks per launch (0 = none) */
-    int stream_tma;       /* chain_stream's weight copies: -1 auto (cp.async: the TMA ring
-                           * has not yet been checked on a GPU), 0 cp.async by every MMA
-                           * thread, 1 TMA by a producer warp into an mbarrier ring */
+    int stream_tma;       /* chain_stream's weight copies: -1 auto (the TMA ring where the
+                           * weights outgrow the L2, else cp.async), 0 cp.async by every
+                           * MMA thread, 1 TMA by a producer warp into an mbarrier ring */
     const char *fault;    /* tests of the checks: a planted fault by name (src/compile/plan.c's
                              table; NULL = none) */
     int check_delay;      /* tests of the checks: rf_kernel_spec_t.check_delay, 0 = none */

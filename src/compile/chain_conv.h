@@ -78,8 +78,8 @@ rf_status_t rf_chain_conv_plan_make(const rf_chain_t *c, int64_t rows, const rf_
                                     int tile_rows, int wgmma, rf_chain_plan_t *whole,
                                     rf_chain_conv_plan_t *out);
 
-/* The cost line of conventional-wgmma (us), fitted on the GPT-2 and BERT FFNs at 16,384
- * rows (H100, 2026-12-07): RF_CHAIN_WGMMA_KERNEL_US per kernel (one per linear or gated
+/* The cost line of conventional-wgmma (us), fitted on the suite's FFNs at 16,384 rows
+ * (notes/kernels.md): RF_CHAIN_WGMMA_KERNEL_US per kernel (one per linear or gated
  * stage, one per norm) and the matmuls' 2 x rows x K x N (twice for a gated stage) at
  * RF_CHAIN_WGMMA_TFLOPS. auto weighs it against chain_mma's line above the decode rows. */
 #define RF_CHAIN_WGMMA_KERNEL_US 3.0

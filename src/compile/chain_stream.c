@@ -241,9 +241,18 @@ rf_status_t rf_chain_stream_choose(const rf_chain_t *c, const rf_compile_options
     }
     if (!strcmp(sched, "chain"))
         return mma;
-    /* the TMA ring where asked for, or where the planted fault is in it */
+    /* the TMA ring where asked for, or where the planted fault is in it; auto: where the
+     * weights outgrow the L2 (RF_STREAM_TMA_MIN_BYTES) and TMA can stride over them */
     int tma = o->stream_tma == 1 || (spelling && !strcmp(spelling, "stream_ring_no_wait"));
     rf_status_t st = rf_chain_stream_plan_make(c, rows, t, tma, s);
+    if (!st && !tma && o->stream_tma < 0 && s->weight_bytes > RF_STREAM_TMA_MIN_BYTES) {
+        rf_chain_stream_plan_t ring;
+        rf_status_t no = rf_chain_stream_plan_make(c, rows, t, 1, &ring);
+        if (no)
+            rf_status_free(no); /* cp.async's plan stands */
+        else
+            *s = ring;
+    }
     if (st && (forced || spelling)) {
         rf_status_free(mma);
         return rf_status_annotate(st, "--schedule chain-stream");

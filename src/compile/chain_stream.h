@@ -80,6 +80,10 @@
 #define RF_STREAM_COUNTERS_PER_TILE 2
 /* The TMA ring's alignment: its stages, each matrix's tile in a stage, and the base */
 #define RF_STREAM_TMA_ALIGN 1024
+/* auto (stream_tma -1) takes the TMA ring above this many weight bytes, the L2 of an H100
+ * or H200: beyond it the ring streams faster than cp.async, within it slower
+ * (notes/kernels.md) */
+#define RF_STREAM_TMA_MIN_BYTES 50000000
 
 typedef struct rf_chain_stream_shape {
     int norm;   /* stage index of the norm, -1: none */
@@ -150,7 +154,8 @@ int64_t rf_chain_stream_scratch_bytes(int blocks, int64_t n, int64_t rows, int t
  * "stream-no-reset" or "stream-ring-no-wait", the last with the TMA ring) forces the stream
  * plan and is refused with --schedule chain;
  * options->check_delay (a checking build) needs --schedule chain-stream. options->stream_tma
- * chooses the weight copies (1: TMA, refused where it does not apply; 0 and -1: cp.async). */
+ * chooses the weight copies (1: TMA, refused where it does not apply; 0: cp.async; -1: TMA
+ * above RF_STREAM_TMA_MIN_BYTES of weights where it applies, else cp.async). */
 rf_status_t rf_chain_stream_choose(const rf_chain_t *c, const rf_compile_options_t *o, int64_t rows,
                                    const rf_target_t *t, rf_status_t mma, rf_chain_plan_t *p,
                                    rf_chain_stream_plan_t *out, int *out_chosen);

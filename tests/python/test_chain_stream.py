@@ -127,8 +127,8 @@ TMA_BOX = r"cp\.async\.bulk\.tensor\.2d\.shared::cta\.global\.tile\.mbarrier::co
 
 
 def test_auto_copies_weights_with_cp_async(swiglu):
-    """Until the TMA ring has run on a GPU, auto (and --stream-tma off) keep the cp.async
-    ring: every MMA thread copies, no TMA, no mbarrier."""
+    """Within the L2's bytes of weights (this FFN holds 4 MB), auto (and --stream-tma off)
+    keep the cp.async ring: every MMA thread copies, no TMA, no mbarrier."""
     tmp, model = swiglu
     for sub, extra in (("auto-cp", ()), ("off-cp", ("--stream-tma", "off"))):
         out, _, k, _, ptx = _compile(model, tmp / sub, *extra)

@@ -231,7 +231,7 @@ static void test_tma_ring(const rf_target_t *t) {
               b.weight_buffers <= RF_STREAM_TMA_MAX_BUFFERS);
         rf_chain_destroy(c);
     }
-    /* asked for, or planted: the TMA ring; auto: cp.async */
+    /* asked for, or planted: the TMA ring; auto within the L2: cp.async */
     rf_rng_t r;
     rf_rng_seed(&r, SEED + 3);
     rf_chain_t *c = ffn(&r, 256, 1024, 1, NULL);
@@ -252,6 +252,17 @@ static void test_tma_ring(const rf_target_t *t) {
                                         &chosen));
         CHECK(chosen && s.tma == cases[i].tma);
         CHECK(p.warps * 32 == rf_chain_stream_threads(&s));
+    }
+    rf_chain_destroy(c);
+    /* auto above the L2's bytes of weights (a 4096 -> 8192 GELU FFN, 134 MB): the TMA ring;
+     * off keeps cp.async there */
+    c = ffn(&r, 4096, 8192, 0, NULL);
+    for (int off = 0; off < 2; off++) {
+        o.stream_tma = off ? 0 : -1;
+        o.fault = NULL;
+        CHECK_OK(rf_chain_stream_choose(c, &o, 1, t, rf_chain_plan_make(c, 1, t, 0, &p), &p, &s,
+                                        &chosen));
+        CHECK(chosen && s.weight_bytes > RF_STREAM_TMA_MIN_BYTES && s.tma == !off);
     }
     rf_chain_destroy(c);
     /* a hidden width TMA cannot stride over */

@@ -266,9 +266,10 @@ FAULT_PACKAGES = {
     "gpt2_ffn-16-tma-nowait": (16, "chain-stream", "stream-ring-no-wait"),
     "gpt2_ffn-4-tma-early": (4, "chain-stream", "stream-early-reduce"),
 }
-# The TMA ring's packages (KIND-ROWS-tma) beside the plan's at the decode rows: checked,
-# sanitized (SANITIZE) and timed warm and cold (stream.json) like every streaming package,
-# before auto may choose the ring
+# The TMA ring's packages (KIND-ROWS-tma) at the decode rows, beside the plan's (auto takes
+# the ring above 50 MB of weights, so for the LLaMA and 268 MB FFNs they are the same
+# kernel): checked, sanitized (SANITIZE) and timed warm and cold (stream.json) like every
+# streaming package
 TMA_ROWS = {"gpt2_ffn": (1, 4, 16, 64), "llama_ffn": (1, 4, 16), "xl_gelu_ffn": (1, 4, 16)}
 
 
