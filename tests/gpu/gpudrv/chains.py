@@ -16,7 +16,7 @@ every package at its rows from CHAINS_CHECK_MIN_ROWS up to CHAINS_CHECK_MAX_ROWS
 (FAULT_PACKAGES: each conventional schedule with its scratch stores planted away, the
 streaming kernel's checking build with each of its reduction faults and its TMA ring's
 fault; each check must fail, and the same checking build of the correct kernel,
-STREAM_CHECK_BUILDS, must pass; the TMA ring's packages, TMA_ROWS, checked like the rest), then
+STREAM_CHECK_BUILDS, must pass; the other ring's packages, OTHER_RING, checked like the rest), then
 compute-sanitizer's memcheck and racecheck on the streaming kernel and five conventional
 packages (CHAINS_SAN); the weight-streaming packages through `rowfuse bench --c` with
 warm and cold L2 (stream.json); then `python -m rowfuse.bench.chains`, in one process,
@@ -86,10 +86,11 @@ def prepare(jobs: int, stamp: str) -> dict:
             for name, r in STREAM_CHECK_BUILDS.items():  # controls: each check must pass
                 args = [model, "--rows", str(r), "--schedule", "chain-stream"] + _ring(name)
                 specs.append((name, args + ["--check-delay", str(STREAM_CHECK_DELAY)], False))
-        # the streaming kernel with the TMA ring beside the plan's (cp.async) at its rows
-        for r in TMA_ROWS.get(k, ()):
-            args = [model, "--rows", str(r), "--schedule", "chain-stream", "--stream-tma", "on"]
-            specs.append((chains.package_name(k, r) + "-tma", args, False))
+        # the streaming kernel with the other weight ring than the plan's at its rows
+        rows_other, sfx, ring = OTHER_RING.get(k, ((), "", ""))
+        for r in rows_other:
+            args = [model, "--rows", str(r), "--schedule", "chain-stream", "--stream-tma", ring]
+            specs.append((chains.package_name(k, r) + sfx, args, False))
         # the conventional schedules of the same block (the suite's rowfuse-conv and
         # rowfuse-conv-wgmma)
         for sfx, sched in (("-conv", "conventional"), ("-wgmma", "conventional-wgmma")):
@@ -266,11 +267,16 @@ FAULT_PACKAGES = {
     "gpt2_ffn-16-tma-nowait": (16, "chain-stream", "stream-ring-no-wait"),
     "gpt2_ffn-4-tma-early": (4, "chain-stream", "stream-early-reduce"),
 }
-# The TMA ring's packages (KIND-ROWS-tma) at the decode rows, beside the plan's (auto takes
-# the ring above 50 MB of weights, so for the LLaMA and 268 MB FFNs they are the same
-# kernel): checked, sanitized (SANITIZE) and timed warm and cold (stream.json) like every
-# streaming package
-TMA_ROWS = {"gpt2_ffn": (1, 4, 16, 64), "llama_ffn": (1, 4, 16), "xl_gelu_ffn": (1, 4, 16)}
+# The streaming kernel with the other weight ring than auto's at the decode rows, so both
+# rings are checked, sanitized (SANITIZE) and timed warm and cold (stream.json, and the
+# suite's rowfuse-stream-tma / rowfuse-stream siblings): kind -> (rows, package suffix,
+# --stream-tma). auto takes the TMA ring above 50 MB of weights, so the GPT-2 FFN's other
+# ring is TMA (KIND-ROWS-tma) and the LLaMA and 268 MB FFNs' is cp.async (KIND-ROWS-stream).
+OTHER_RING = {
+    "gpt2_ffn": ((1, 4, 16, 64), "-tma", "on"),
+    "llama_ffn": ((1, 4, 16), "-stream", "off"),
+    "xl_gelu_ffn": ((1, 4, 16), "-stream", "off"),
+}
 
 
 def _ring(name: str) -> list:
