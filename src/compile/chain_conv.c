@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "compile/chain_conv.h"
+#include "compile/chain_stream.h"
 
 void rf_chain_conv_plan_free(rf_chain_conv_plan_t *cp) {
     if (!cp)
@@ -228,16 +229,20 @@ static void wgmma_geometry(const rf_chain_t *c, int64_t rows, const rf_target_t 
 }
 
 double rf_chain_wgmma_cost_us(const rf_chain_t *c, int64_t rows) {
-    double flops = 0.0;
+    double flops = 0.0, bytes = 0.0;
     int kernels = 0;
     for (int i = 0; i < c->n_stages; i++) {
         const rf_chain_stage_t *s = &c->stages[i];
-        if (rf_chain_stage_is_mm(s))
-            flops += 2.0 * (double)rows * (double)s->k * (double)s->n *
-                     (s->op == RF_CHAIN_GATED ? 2.0 : 1.0);
+        double mats = s->op == RF_CHAIN_GATED ? 2.0 : 1.0;
+        if (rf_chain_stage_is_mm(s)) {
+            flops += 2.0 * (double)rows * (double)s->k * (double)s->n * mats;
+            bytes += 2.0 * (double)s->k * (double)s->n * mats;
+        }
         kernels += rf_chain_stage_is_mm(s) || s->op == RF_CHAIN_NORM;
     }
-    return RF_CHAIN_WGMMA_KERNEL_US * kernels + flops / (RF_CHAIN_WGMMA_TFLOPS * 1e6);
+    double math = flops / (RF_CHAIN_WGMMA_TFLOPS * 1e6);
+    double weights = bytes / (RF_STREAM_HBM_GBS * 1e3);
+    return RF_CHAIN_WGMMA_KERNEL_US * kernels + (math > weights ? math : weights);
 }
 
 rf_status_t rf_chain_conv_plan_make(const rf_chain_t *c, int64_t rows, const rf_target_t *t,

@@ -81,7 +81,9 @@ rf_status_t rf_chain_conv_plan_make(const rf_chain_t *c, int64_t rows, const rf_
 /* The cost line of conventional-wgmma (us), fitted on the suite's FFNs at 16,384 rows
  * (notes/kernels.md): RF_CHAIN_WGMMA_KERNEL_US per kernel (one per linear or gated
  * stage, one per norm) and the matmuls' 2 x rows x K x N (twice for a gated stage) at
- * RF_CHAIN_WGMMA_TFLOPS. auto weighs it against chain_mma's line above the decode rows. */
+ * RF_CHAIN_WGMMA_TFLOPS, or their fp16 weights at the device's streaming rate
+ * (RF_STREAM_HBM_GBS) where that takes longer. auto weighs it against chain_mma's line
+ * above the decode rows. */
 #define RF_CHAIN_WGMMA_KERNEL_US 3.0
 #define RF_CHAIN_WGMMA_TFLOPS 320.0
 double rf_chain_wgmma_cost_us(const rf_chain_t *c, int64_t rows);

@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "chain/split.h"
+#include "compile/chain_conv.h"
 #include "compile/chain_stream.h"
 #include "rf_test.h"
 #include "rowfuse/rng.h"
@@ -166,6 +167,31 @@ static void test_choice(const rf_target_t *t) {
     CHECK_ERR(
         rf_chain_stream_choose(c, &o, 4, t, rf_chain_plan_make(c, 4, t, 0, &p), &p, &s, &chosen),
         RF_CODE_INVALID_ARGUMENT, "stream-no-fence");
+    rf_chain_destroy(c);
+}
+
+/* The lines auto weighs above the decode rows, against their closed forms: the GEMMs' (a
+ * kernel each for the norm, the gated and the down projection; the matmuls at the GEMM
+ * rate, or the weights at the streaming rate where that is longer) and chain_mma's (each
+ * row tile's block streams every weight alone). */
+static void test_large_row_lines(const rf_target_t *t) {
+    rf_rng_t r;
+    rf_rng_seed(&r, SEED + 4);
+    const double C = 256, H = 1024;
+    rf_chain_t *c = ffn(&r, (int64_t)C, (int64_t)H, 1, NULL);
+    double bytes = 2.0 * (2 * C * H + H * C);
+    for (int64_t rows = 1; rows <= 1 << 20; rows *= 32) {
+        double math = 2.0 * (double)rows * 3 * C * H / (RF_CHAIN_WGMMA_TFLOPS * 1e6);
+        double weights = bytes / (RF_STREAM_HBM_GBS * 1e3);
+        double want = 3 * RF_CHAIN_WGMMA_KERNEL_US + (math > weights ? math : weights);
+        CHECK(fabs(rf_chain_wgmma_cost_us(c, rows) - want) < 1e-9 * want);
+    }
+    /* 10,000 rows in 16-row tiles: 625 tiles, 5 waves of 132 SMs streaming alone, or every
+     * tile's weights at the device's rate, whichever is longer */
+    double alone = 5 * bytes / (RF_STREAM_SM_GBS * 1e3);
+    double together = 625 * bytes / (RF_STREAM_HBM_GBS * 1e3);
+    double want = RF_STREAM_MMA_FIXED_US + (alone > together ? alone : together);
+    CHECK(fabs(rf_chain_mma_cost_us((int64_t)bytes, 10000, 16, t) - want) < 1e-9 * want);
     rf_chain_destroy(c);
 }
 
@@ -331,6 +357,7 @@ int main(void) {
     CHECK_OK(rf_target_lookup("h200", &t));
     test_llama_widths(&t);
     test_choice(&t);
+    test_large_row_lines(&t);
     test_refusals(&t);
     test_tma_ring(&t);
     test_split_model();
