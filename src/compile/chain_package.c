@@ -615,13 +615,15 @@ static rf_status_t compile_chain(const rf_chain_t *c, const rf_compile_options_t
             return compile_conv(c, o, rows, &t, hopper,
                                 "auto: chain_mma does not fit at this row count", p);
         }
-        double mma_us = rf_chain_mma_cost_us(2 * p->wh_elems, rows, p->tile_rows, &t);
-        double gemm_us = rf_chain_wgmma_cost_us(c, rows);
-        if (!mma && hopper && p->weight_buffers > 0 && gemm_us < mma_us) {
-            char why[96];
-            snprintf(why, sizeof why, "auto: cost lines %.0f us as GEMMs, %.0f us as chain_mma",
-                     gemm_us, mma_us);
-            return compile_conv(c, o, rows, &t, 1, why, p);
+        if (!mma && hopper && p->weight_buffers > 0) {
+            double mma_us = rf_chain_mma_cost_us(2 * p->wh_elems, rows, p->tile_rows, &t);
+            double gemm_us = rf_chain_wgmma_cost_us(c, rows);
+            if (gemm_us < mma_us) {
+                char why[96];
+                snprintf(why, sizeof why, "auto: cost lines %.0f us as GEMMs, %.0f us as chain_mma",
+                         gemm_us, mma_us);
+                return compile_conv(c, o, rows, &t, 1, why, p);
+            }
         }
     }
     /* the weight-streaming schedule (compile/chain_stream.h) where it applies and wins, or
