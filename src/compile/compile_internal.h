@@ -31,6 +31,11 @@ typedef struct rf_schedule_fit {
     int available;
     int tile_rows;
     int w1_block, padded_channels, padded_hidden; /* 0 unless the blocked ring */
+    /* the mma.sync kernels that stream their weights per row tile in more than one hidden
+     * chunk (persistent-smem, -gmem, conventional at wide H): their chunks per row tile
+     * over all the schedule's kernels, and those chunks' weight bytes (0: staged once) */
+    int chunks;
+    double chunk_bytes;
 } rf_schedule_fit_t;
 
 /* The scheduler: the schedule "auto" stands for at this shape on this target, and why
@@ -50,6 +55,12 @@ void rf_schedule_rechoose_spills(rf_plan_t *plan);
  * its item width (w1_block 128 or 64 channels). */
 double rf_schedule_blocked_cost_us(int64_t rows, int tile_rows, int padded_channels,
                                    int padded_hidden, int w1_block, int sm_count);
+/* The mma.sync kernels whose weights stream per row tile in hidden chunks (more than one:
+ * persistent-smem, -gmem and conventional at wide H): the serial time of the busiest
+ * block, each of its ceil(tiles / SMs) row tiles a chain of `chunks` chunks, each a fixed
+ * latency, and `chunk_bytes` of weights in all at one SM's rate. */
+double rf_schedule_chunked_cost_us(int64_t rows, int tile_rows, int chunks, double chunk_bytes,
+                                   int sm_count);
 /* The fit of every schedule of a plan whose kernels are decided. */
 void rf_schedule_fits(const rf_plan_t *plan, rf_schedule_fit_t fit[RF_SCHEDULE_COUNT]);
 /* The cost model's predicted GPU span of schedule s at this shape, in microseconds, with

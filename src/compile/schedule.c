@@ -60,6 +60,25 @@ double rf_schedule_blocked_cost_us(int64_t rows, int tile_rows, int padded_chann
     return rf_cost[RF_SCHEDULE_PERSISTENT_WGMMA].fixed_us + steps * mflop_tile * per;
 }
 
+/* The chunked line of a fused kernel (rf_schedule_chunked_cost_us), fitted to GPU spans
+ * of persistent-smem (double-buffered chunks of 64 hidden columns, one row tile per SM)
+ * at three shapes of the out-of-sample set of seed 2051 on an H100: 14x59x1087 (17
+ * chunks of 16 KB, 24.4 us), 363x379x712 (12 of 96 KB, 43.1 us) and 1142x297x1104 (18 of
+ * 80 KB, 55.8 us), each within 1% (notes/kernels.md, "the chunked line"). One SM pulls a
+ * chunk's weights from the L2 at about 39 GB/s after a fixed ~0.9 us: far below the
+ * per-SM share of the fitted rates above, which assume every SM busy. */
+#define RF_CHUNK_US 0.921      /* per chunk */
+#define RF_CHUNK_US_PER_KB 0.0257 /* per 1,000 bytes of the chunk's W1 and W2 */
+
+double rf_schedule_chunked_cost_us(int64_t rows, int tile_rows, int chunks, double chunk_bytes,
+                                   int sm_count) {
+    if (tile_rows <= 0 || chunks <= 0)
+        return 0.0; /* weights staged once: no chain of chunks per tile */
+    double tiles = ceil((double)rows / tile_rows);
+    double steps = ceil(tiles / (sm_count > 0 ? sm_count : 1)); /* tiles per busiest block */
+    return steps * (chunks * RF_CHUNK_US + chunk_bytes * 1e-3 * RF_CHUNK_US_PER_KB);
+}
+
 double rf_schedule_cost_us(rf_schedule_t s, int64_t rows, int64_t channels, int64_t hidden,
                            int tile_rows, int sm_count) {
     double m = (double)rows, c = (double)channels, h = (double)hidden;
@@ -90,6 +109,12 @@ rf_schedule_t rf_schedule_choose(int64_t rows, int64_t channels, int64_t hidden,
                                                      target->sm_count)
                        : rf_schedule_cost_us((rf_schedule_t)s, rows, channels, hidden,
                                              fit ? fit[s].tile_rows : 0, target->sm_count);
+        if (fit && fit[s].chunks > 0) { /* the busiest block's chain of chunks */
+            double chain = rf_cost[s].fixed_us +
+                           rf_schedule_chunked_cost_us(rows, fit[s].tile_rows, fit[s].chunks,
+                                                       fit[s].chunk_bytes, target->sm_count);
+            t = chain > t ? chain : t;
+        }
         if (t < t_best) {
             t_next = t_best;
             next = best;
@@ -127,6 +152,18 @@ void rf_schedule_fits(const rf_plan_t *p, rf_schedule_fit_t fit[RF_SCHEDULE_COUN
         fit[s].w1_block = blocked ? k->w1_block : 0;
         fit[s].padded_channels = blocked ? k->padded_channels : 0;
         fit[s].padded_hidden = blocked ? k->padded_hidden : 0;
+        fit[s].chunks = 0;
+        fit[s].chunk_bytes = 0.0;
+        for (int i = 0; ps->available && i < ps->kernel_count; i++) {
+            const rf_kernel_spec_t *ki = &p->kernels[ps->kernel[i]];
+            int mats = ki->mode == RF_KERNEL_FUSED_SMEM || ki->mode == RF_KERNEL_FUSED_GMEM ? 2
+                       : ki->mode == RF_KERNEL_PROJ1 || ki->mode == RF_KERNEL_PROJ2         ? 1
+                                                                                             : 0;
+            if (!mats || ki->hidden_chunk <= 0 || ki->padded_hidden <= ki->hidden_chunk)
+                continue; /* not an mma.sync chain of chunks, or its weights staged once */
+            fit[s].chunks += ki->padded_hidden / ki->hidden_chunk;
+            fit[s].chunk_bytes += 2.0 * mats * ki->padded_channels * (double)ki->padded_hidden;
+        }
     }
 }
 
