@@ -67,7 +67,7 @@ double rf_schedule_blocked_cost_us(int64_t rows, int tile_rows, int padded_chann
  * 80 KB, 55.8 us), each within 1% (notes/kernels.md, "the chunked line"). One SM pulls a
  * chunk's weights from the L2 at about 39 GB/s after a fixed ~0.9 us: far below the
  * per-SM share of the fitted rates above, which assume every SM busy. */
-#define RF_CHUNK_US 0.921      /* per chunk */
+#define RF_CHUNK_US 0.921         /* per chunk */
 #define RF_CHUNK_US_PER_KB 0.0257 /* per 1,000 bytes of the chunk's W1 and W2 */
 
 double rf_schedule_chunked_cost_us(int64_t rows, int tile_rows, int chunks, double chunk_bytes,
@@ -156,9 +156,9 @@ void rf_schedule_fits(const rf_plan_t *p, rf_schedule_fit_t fit[RF_SCHEDULE_COUN
         fit[s].chunk_bytes = 0.0;
         for (int i = 0; ps->available && i < ps->kernel_count; i++) {
             const rf_kernel_spec_t *ki = &p->kernels[ps->kernel[i]];
-            int mats = ki->mode == RF_KERNEL_FUSED_SMEM || ki->mode == RF_KERNEL_FUSED_GMEM ? 2
-                       : ki->mode == RF_KERNEL_PROJ1 || ki->mode == RF_KERNEL_PROJ2         ? 1
-                                                                                             : 0;
+            int fused = ki->mode == RF_KERNEL_FUSED_SMEM || ki->mode == RF_KERNEL_FUSED_GMEM;
+            int proj = ki->mode == RF_KERNEL_PROJ1 || ki->mode == RF_KERNEL_PROJ2;
+            int mats = fused ? 2 : proj ? 1 : 0; /* weight matrices a chunk carries */
             if (!mats || ki->hidden_chunk <= 0 || ki->padded_hidden <= ki->hidden_chunk)
                 continue; /* not an mma.sync chain of chunks, or its weights staged once */
             fit[s].chunks += ki->padded_hidden / ki->hidden_chunk;
