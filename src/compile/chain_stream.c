@@ -88,19 +88,22 @@ static int blocks_per_sm(const rf_chain_stream_plan_t *p, const rf_target_t *t) 
     return (int)(b < t->max_blocks_per_sm ? b : t->max_blocks_per_sm);
 }
 
-/* Shared memory at tile_rows and `buffers` ring buffers: X, the hidden slice, the norm's
- * statistics, (TMA: the mbarriers,) the weight ring. A cp.async ring pads every tile row by
- * RF_SMEM_ROW_PAD; a TMA ring holds the tiles unpadded (swizzled), each matrix's tile and
- * each stage 1 KB aligned. */
-static void layout(rf_chain_stream_plan_t *p, int tile_rows, int buffers) {
+/* Shared memory at tile_rows and `buffers` ring buffers: X (none with x_stream), the hidden
+ * slice, the norm's statistics, (TMA: the mbarriers,) the weight ring. A cp.async ring pads
+ * every tile row by RF_SMEM_ROW_PAD; a TMA ring holds the tiles unpadded (swizzled), each
+ * matrix's tile and each stage 1 KB aligned. With x_stream a W1 stage holds X's chunk
+ * [tile_rows x k_chunk1] after the weight tiles, rows x_stride apart. */
+static void layout(rf_chain_stream_plan_t *p, int tile_rows, int buffers, int x_stream) {
     const rf_chain_stream_shape_t *s = &p->shape;
     int mats = s->gated ? 2 : 1;
     p->tile_rows = tile_rows;
     p->weight_buffers = buffers;
-    p->x_stride = rf_round_up(s->c, p->k_chunk1) + RF_SMEM_ROW_PAD;
+    p->x_stream = x_stream;
+    p->x_stride = (x_stream ? p->k_chunk1 : rf_round_up(s->c, p->k_chunk1)) + RF_SMEM_ROW_PAD;
     p->x_offset = 0;
+    int64_t x_bytes = x_stream ? 0 : tile_rows * p->x_stride * 2;
     p->h_stride = p->slice + RF_SMEM_ROW_PAD;
-    p->h_offset = rf_round_up(p->x_offset + tile_rows * p->x_stride * 2, 128);
+    p->h_offset = rf_round_up(p->x_offset + x_bytes, 128);
     p->stats_offset = rf_round_up(p->h_offset + tile_rows * p->h_stride * 2, 128);
     int64_t stats_end = p->stats_offset + tile_rows * 2 * 4;
     if (p->tma) {
@@ -115,7 +118,8 @@ static void layout(rf_chain_stream_plan_t *p, int tile_rows, int buffers) {
     }
     p->mbar_offset = 0;
     p->weight_smem_offset = rf_round_up(stats_end, 128);
-    int64_t r1 = (int64_t)mats * p->k_chunk1 * (p->n_chunk1 + RF_SMEM_ROW_PAD) * 2;
+    int64_t r1 = (int64_t)mats * p->k_chunk1 * (p->n_chunk1 + RF_SMEM_ROW_PAD) * 2 +
+                 (x_stream ? (int64_t)tile_rows * p->x_stride * 2 : 0);
     int64_t r2 = (int64_t)p->k_chunk2 * (p->n_chunk2 + RF_SMEM_ROW_PAD) * 2;
     p->ring_bytes = rf_round_up(r1 > r2 ? r1 : r2, 128);
     p->smem_bytes = p->weight_smem_offset + buffers * p->ring_bytes;
@@ -191,7 +195,11 @@ rf_status_t rf_chain_stream_plan_make(const rf_chain_t *c, int64_t rows, const r
     RF_RETURN_IF_ERROR(rf_chain_split_covered(s->h, p->slice, p->blocks),
                        "the streaming schedule's split of stage %d", s->second);
     /* The row tile: the smallest of 16, 32, 64 holding the rows (64 above), then the deepest
-     * ring that fits; a smaller tile when none does. */
+     * ring that fits with X resident; else (cp.async ring, X wider than a chunk) with X
+     * streamed in chunks beside W1, so that the weights still stream once; a smaller tile
+     * when neither fits. The ring's depth is at least RF_STREAM_MIN_BUFFERS where X is
+     * streamed (X's chunk makes a stage larger, and a shallow ring leaves the stream short
+     * of requests). */
     static const int tiles[] = {16, 32, 64};
     /* the block's weight tiles (W1's, then W2's): a ring deeper than that is never filled */
     int64_t wtiles = (p->slice / p->n_chunk1) * (rf_round_up(s->c, p->k_chunk1) / p->k_chunk1) +
@@ -202,11 +210,13 @@ rf_status_t rf_chain_stream_plan_make(const rf_chain_t *c, int64_t rows, const r
     while (first < 2 && tiles[first] < rows)
         first++;
     for (int i = first; i >= 0; i--)
-        for (int buffers = max_buffers; buffers >= 2; buffers--) {
-            layout(p, tiles[i], buffers);
-            if (p->smem_bytes <= t->smem_per_block)
-                goto fits;
-        }
+        for (int xs = 0; xs <= (p->tma || s->c <= p->k_chunk1 ? 0 : 1); xs++)
+            for (int buffers = max_buffers; buffers >= (xs ? RF_STREAM_MIN_BUFFERS : 2);
+                 buffers--) {
+                layout(p, tiles[i], buffers, xs);
+                if (p->smem_bytes <= t->smem_per_block)
+                    goto fits;
+            }
     return RF_ERR(RF_CODE_UNSUPPORTED,
                   "the streaming schedule needs %lld bytes of shared memory for X (%lld wide) at "
                   "16 rows, the hidden slice and two weight buffers; the %s gives a block %d",
@@ -242,7 +252,8 @@ rf_status_t rf_chain_stream_choose(const rf_chain_t *c, const rf_compile_options
     if (!strcmp(sched, "chain"))
         return mma;
     /* the TMA ring where asked for, or where the planted fault is in it; auto: where the
-     * weights outgrow the L2 (RF_STREAM_TMA_MIN_BYTES) and TMA can stride over them */
+     * weights outgrow the L2 (RF_STREAM_TMA_MIN_BYTES), TMA can stride over them, and the
+     * ring's tile holds as many rows as cp.async's (whose X may stream beside W1) */
     int tma = o->stream_tma == 1 || (spelling && !strcmp(spelling, "stream_ring_no_wait"));
     rf_status_t st = rf_chain_stream_plan_make(c, rows, t, tma, s);
     if (!st && !tma && o->stream_tma < 0 && s->weight_bytes > RF_STREAM_TMA_MIN_BYTES) {
@@ -250,8 +261,8 @@ rf_status_t rf_chain_stream_choose(const rf_chain_t *c, const rf_compile_options
         rf_status_t no = rf_chain_stream_plan_make(c, rows, t, 1, &ring);
         if (no)
             rf_status_free(no); /* cp.async's plan stands */
-        else
-            *s = ring;
+        else if (ring.row_tiles <= s->row_tiles)
+            *s = ring; /* (not where X streamed beside W1 saves a pass over the weights) */
     }
     if (st && (forced || spelling)) {
         rf_status_free(mma);
@@ -332,6 +343,8 @@ static void write_entry(rf_json_writer_t *w, const rf_chain_plan_t *p,
     rf_json_key_int(w, "reduce_rows", s->reduce_rows);
     rf_json_key_string(w, "weight_layout", "row_major");
     rf_json_key_string(w, "weight_copy", s->tma ? "tma" : "cp_async");
+    if (s->x_stream)
+        rf_json_key_bool(w, "x_stream", 1);
     if (s->tma)
         rf_json_key_int(w, "mbar_offset", s->mbar_offset);
     rf_chain_json_values(w, p, 0);

@@ -12,7 +12,8 @@
  *   slice may end past H: zero weights, zero hidden). Per row tile of `tile_rows` rows (rows
  *   padded to 16 for mma.sync m16n8k16; rows above the tile run as further tiles, each
  *   streaming the weights again): X is staged into shared memory (the norm recomputed per
- *   block from X), the block's slice of W1 (Wg and Wu) streams through a `weight_buffers`-deep
+ *   block from X; or, where X does not fit, streamed in k chunks beside W1: x_stream), the
+ *   block's slice of W1 (Wg and Wu) streams through a `weight_buffers`-deep
  *   cp.async ring in [k_chunk1 x n_chunk1] tiles, the hidden slice is rounded to fp16 in
  *   shared memory, then multiplied into the block's rows of W2 in [k_chunk2 x n_chunk2]
  *   tiles: per output chunk j (n_chunk2 columns, the blocks start at chunk b mod n_chunks2) a
@@ -73,6 +74,8 @@
  * matrix): 64 KB or more in flight per SM, what one SM needs to draw its share of the
  * device's copy rate over the memory latency */
 #define RF_STREAM_MAX_BUFFERS 12
+/* ... and at least this many where X streams beside W1 (x_stream) */
+#define RF_STREAM_MIN_BUFFERS 4
 /* ... and a TMA ring's (its tiles may be narrower, 16 or 32 columns: more stages for the
  * same bytes in flight; a stage costs two mbarriers) */
 #define RF_STREAM_TMA_MAX_BUFFERS 32
@@ -99,6 +102,12 @@ typedef struct rf_chain_stream_plan {
     int tile_rows, row_tiles;
     int warps;     /* the block's MMA warps (a TMA plan adds one producer warp) */
     int tma;       /* weight copies by TMA from a producer warp (see above), else cp.async */
+    int x_stream;  /* X not resident: each W1 tile's stage of the ring also holds X's
+                    * [tile_rows x k_chunk1] chunk (cp.async ring only); the norm's statistics
+                    * are computed from X in global memory and the norm applied to each chunk
+                    * as it is loaded into registers. Where a row tile of the rows does not
+                    * fit with X resident (wide X above 16 rows), so the weights still stream
+                    * once (see the tile rule in rf_chain_stream_plan_make) */
     int blocks;    /* the grid: one block per hidden slice */
     int64_t slice; /* hidden columns per block */
     int k_chunk1, n_chunk1, k_chunk2, n_chunk2, n_chunks2;

@@ -105,10 +105,14 @@ static void check_plan(const char *what, const rf_chain_t *c, int64_t rows, cons
     CHECK(p.cost_us < p.mma_cost_us);
     CHECK_OK(rf_chain_split_covered(s->h, p.slice, p.blocks));
     /* the regions the generator checks: ordered, aligned, the ring last */
-    CHECK(p.h_offset >= p.tile_rows * p.x_stride * 2 && p.h_offset % 128 == 0);
+    CHECK(p.h_offset >= (p.x_stream ? 0 : p.tile_rows * p.x_stride * 2) && p.h_offset % 128 == 0);
     CHECK(p.weight_smem_offset >= p.stats_offset + p.tile_rows * 8 &&
           p.weight_smem_offset % 128 == 0);
-    CHECK(p.x_stride >= s->c && p.h_stride >= p.slice);
+    CHECK(p.x_stride >= (p.x_stream ? p.k_chunk1 : s->c) && p.h_stride >= p.slice);
+    if (p.x_stream) /* a W1 stage holds its tiles and X's chunk */
+        CHECK(p.ring_bytes >= (int64_t)(s->gated ? 2 : 1) * p.k_chunk1 * p.n_chunk1 * 2 +
+                                  (int64_t)p.tile_rows * p.x_stride * 2 &&
+              p.weight_buffers >= RF_STREAM_MIN_BUFFERS && !p.tma);
     CHECK(rf_chain_stream_scratch_bytes(p.blocks, s->n, rows, p.tile_rows) ==
           4 * ((int64_t)p.blocks * rows * s->n + p.row_tiles * 2));
 }
@@ -122,7 +126,24 @@ static void test_llama_widths(const rf_target_t *t) {
         check_plan("SwiGLU 2048 -> 8192", swiglu, rows[i], t);
     check_plan("GELU 4096 -> 16384", gelu, 4, t);
     check_plan("GELU 4096 -> 16384", gelu, 16, t);
+    check_plan("GELU 4096 -> 16384", gelu, 43, t);
     rf_chain_stream_plan_t p;
+    /* Where a tile of the rows does not fit with X resident (4096 wide above 16 rows, 2048
+     * above 32), the cp.async plan streams X in chunks beside W1, in one row tile, so the
+     * weights stream once; the TMA ring keeps X resident, in more tiles. */
+    static const struct {
+        int64_t rows;
+        int tile, x_stream[2]; /* SwiGLU, GELU */
+    } xs[] = {{16, 16, {0, 0}}, {17, 32, {0, 1}}, {43, 64, {1, 1}}, {64, 64, {1, 1}}};
+    for (size_t i = 0; i < sizeof xs / sizeof xs[0]; i++) {
+        for (int g = 0; g < 2; g++) {
+            CHECK_OK(rf_chain_stream_plan_make(g ? gelu : swiglu, xs[i].rows, t, 0, &p));
+            CHECK(p.tile_rows == xs[i].tile && p.x_stream == xs[i].x_stream[g] && p.row_tiles == 1);
+            CHECK_OK(rf_chain_stream_plan_make(g ? gelu : swiglu, xs[i].rows, t, 1, &p));
+            CHECK(!p.x_stream && (xs[i].rows > 16 || p.row_tiles == 1));
+            CHECK(xs[i].rows < 43 || p.row_tiles > 1); /* X resident: tiles of 16 or 32 */
+        }
+    }
     CHECK_OK(rf_chain_stream_plan_make(swiglu, 4, t, 0, &p));
     /* 8192 hidden over 132 SMs: 128 slices of 64 is one wave of the fewest columns per block */
     CHECK(p.blocks == 128 && p.slice == 64 && p.shape.gated);
@@ -290,6 +311,12 @@ static void test_tma_ring(const rf_target_t *t) {
                                         &chosen));
         CHECK(chosen && s.weight_bytes > RF_STREAM_TMA_MIN_BYTES && s.tma == !off);
     }
+    /* ... but not at 43 rows, where only cp.async's X streamed beside W1 holds the rows in
+     * one tile (the ring would stream the weights three times) */
+    o.stream_tma = -1;
+    CHECK_OK(
+        rf_chain_stream_choose(c, &o, 43, t, rf_chain_plan_make(c, 43, t, 0, &p), &p, &s, &chosen));
+    CHECK(chosen && !s.tma && s.x_stream && s.row_tiles == 1);
     rf_chain_destroy(c);
     /* a hidden width TMA cannot stride over */
     c = ffn(&r, 64, 100, 0, NULL);

@@ -165,6 +165,10 @@ class StreamPlan:
     check_delay: int = 0
     weight_copy: str = "cp_async"  # COPIES
     mbar_offset: int = 0  # tma: full[weight_buffers], then empty[weight_buffers]
+    # X not resident: each W1 tile's ring stage also holds X's [tile_rows x k_chunk1] chunk
+    # (rows x_stride apart, after the weight tiles); the norm's statistics come from X in
+    # global memory and the norm is applied to each chunk in registers (cp.async ring only)
+    x_stream: bool = False
 
     @property
     def tma(self) -> bool:
@@ -185,6 +189,11 @@ class StreamPlan:
     @property
     def mma_threads(self) -> int:
         return 32 * self.warps
+
+    @property
+    def x_chunk_bytes(self) -> int:
+        """Bytes of X's chunk in a W1 stage of the ring (x_stream), else 0."""
+        return self.tile_rows * self.x_stride * 2 if self.x_stream else 0
 
     @property
     def reduce_group(self) -> int:
@@ -305,6 +314,7 @@ class StreamPlan:
             check_delay=k.get("check_delay", 0),
             weight_copy=copy,
             mbar_offset=_int(k, "mbar_offset", name) if copy == "tma" else 0,
+            x_stream=bool(k.get("x_stream", False)),
             **ints,
         )
         if _int(k, "threads", name) != plan.threads:
@@ -358,14 +368,18 @@ class StreamPlan:
         if self.weight_buffers < 2 or self.tiles1 + self.tiles2 < self.weight_buffers - 1:
             raise SpecError(f"{n}: weight_buffers {self.weight_buffers} (2 or more, fewer tiles)")
         mats = 2 if self.gated else 1
-        r1 = self.tile_bytes(mats, self.k_chunk1, self.n_chunk1)
+        r1 = self.tile_bytes(mats, self.k_chunk1, self.n_chunk1) + self.x_chunk_bytes
         r2 = self.tile_bytes(1, self.k_chunk2, self.n_chunk2)
         ring_align, usable = 16, self.smem_bytes
         regions = [
-            ("x", self.x_offset, self.tile_rows * self.x_stride * 2, 16),
             ("h", self.h_offset, self.tile_rows * self.h_stride * 2, 16),
             ("stats", self.stats_offset, self.tile_rows * 8, 16),
         ]
+        if self.x_stream:
+            if self.tma:
+                raise SpecError(f"{n}: x_stream streams X through the cp.async ring only")
+        else:
+            regions.insert(0, ("x", self.x_offset, self.tile_rows * self.x_stride * 2, 16))
         if self.tma:
             if self.hidden % 8 or N % 8:
                 raise SpecError(f"{n}: TMA needs the hidden {self.hidden} and N {N} in 8s")
@@ -389,8 +403,9 @@ class StreamPlan:
                 f"{n}: ring_bytes {self.ring_bytes} < a tile ({max(r1, r2)} bytes) or not "
                 f"{ring_align}-byte aligned"
             )
-        if self.x_stride < self.x_cols or (self.x_stride * 2) % 16:
-            raise SpecError(f"{n}: x_stride {self.x_stride} must cover {self.x_cols} columns")
+        x_cover = self.k_chunk1 if self.x_stream else self.x_cols
+        if self.x_stride < x_cover or (self.x_stride * 2) % 16:
+            raise SpecError(f"{n}: x_stride {self.x_stride} must cover {x_cover} columns")
         if self.h_stride < self.slice or (self.h_stride * 2) % 16:
             raise SpecError(f"{n}: h_stride {self.h_stride} must cover the slice")
         for st in (f, s) + ((nm,) if nm is not None else ()):
@@ -633,12 +648,25 @@ class StreamKernel(TileOps):
             ring[i] = cutlass.Int32(NAN_PAIR)
 
     def views(self, base):
-        """X [tile_rows, x_cols] and the hidden slice [tile_rows, slice] in shared memory."""
+        """X [tile_rows, x_cols] and the hidden slice [tile_rows, slice] in shared memory;
+        with x_stream X's chunks in the ring instead, [tile_rows, k_chunk1, weight_buffers]
+        (a W1 stage's X after its weight tiles)."""
         p, tm = self.p, self.tm
-        sX = cute.make_tensor(
-            cute.recast_ptr(base + p.x_offset, dtype=cutlass.Float16),
-            cute.make_layout((tm, p.x_cols), stride=(p.x_stride, 1)),
-        )
+        if cutlass.const_expr(p.x_stream):
+            mats = 2 if p.gated else 1
+            off = p.weight_smem_offset + mats * p.k_chunk1 * (p.n_chunk1 + p.smem_pad) * 2
+            sX = cute.make_tensor(
+                cute.recast_ptr(base + off, dtype=cutlass.Float16),
+                cute.make_layout(
+                    (tm, p.k_chunk1, p.weight_buffers),
+                    stride=(p.x_stride, 1, p.ring_bytes // 2),
+                ),
+            )
+        else:
+            sX = cute.make_tensor(
+                cute.recast_ptr(base + p.x_offset, dtype=cutlass.Float16),
+                cute.make_layout((tm, p.x_cols), stride=(p.x_stride, 1)),
+            )
         sH = cute.make_tensor(
             cute.recast_ptr(base + p.h_offset, dtype=cutlass.Float16),
             cute.make_layout((tm, p.slice), stride=(p.h_stride, 1)),
@@ -661,22 +689,30 @@ class StreamKernel(TileOps):
         C, nbuf = p.in_width, p.weight_buffers
         row0 = rt * tm
         nrows = rows - row0
-        self.stage(mX, sX, row0, nrows, 0, C, tm, p.x_cols, _vec_elems(C, 2), tid)
-        cute.arch.cp_async_commit_group()
-        if cutlass.const_expr(p.tma):
-            cute.arch.cp_async_wait_group(0)
-        else:
-            for t in cutlass.range_constexpr(nbuf - 1):  # the first weights, before X
-                self.issue(ctx, t)
+        xrows = (row0, nrows)
+        if cutlass.const_expr(p.x_stream):
+            for t in cutlass.range_constexpr(nbuf - 1):  # the first weights and X's chunks
+                self.issue(ctx, t, xrows)
                 cute.arch.cp_async_commit_group()
-            cute.arch.cp_async_wait_group(nbuf - 1)
-        self.mma_barrier()
-        if cutlass.const_expr(p.norm is not None):
-            self.norm_x(ctx)
-        self.gemm1(ctx, p.x_cols // p.k_chunk1, g0)
+            if cutlass.const_expr(p.norm is not None):
+                self.norm_stats(ctx, row0, nrows)  # from X in global memory, meanwhile
+        else:
+            self.stage(mX, sX, row0, nrows, 0, C, tm, p.x_cols, _vec_elems(C, 2), tid)
+            cute.arch.cp_async_commit_group()
+            if cutlass.const_expr(p.tma):
+                cute.arch.cp_async_wait_group(0)
+            else:
+                for t in cutlass.range_constexpr(nbuf - 1):  # the first weights, before X
+                    self.issue(ctx, t, xrows)
+                    cute.arch.cp_async_commit_group()
+                cute.arch.cp_async_wait_group(nbuf - 1)
+            self.mma_barrier()
+            if cutlass.const_expr(p.norm is not None):
+                self.norm_x(ctx)
+        self.gemm1(ctx, p.x_cols // p.k_chunk1, g0, xrows)
         if cutlass.const_expr(p.tma):
             self.mma_barrier()  # the hidden slice, for every MMA warp
-        self.gemm2(ctx, p.slice // p.k_chunk2, rows, row0, nrows, g0)
+        self.gemm2(ctx, p.slice // p.k_chunk2, rows, row0, nrows, g0, xrows)
         if cutlass.const_expr(not p.tma):
             cute.arch.cp_async_wait_group(0)
         self.arrive(ctx, rt, rows)
@@ -730,9 +766,10 @@ class StreamKernel(TileOps):
                           tma_bar_ptr=full + st)  # fmt: skip
 
     @cute.jit
-    def take(self, ctx, g0, t):
+    def take(self, ctx, g0, t, xrows):
         """Tile t of the row tile is in shared memory for this warp: TMA, its stage's full
-        mbarrier; cp.async, the ring's step (which also issues a later tile)."""
+        mbarrier; cp.async, the ring's step (which also issues a later tile; xrows: the row
+        tile's first row and the rows left, for X's chunks with x_stream)."""
         p = self.p
         if cutlass.const_expr(p.tma):
             if cutlass.const_expr(p.fault != "stream_ring_no_wait"):
@@ -740,7 +777,7 @@ class StreamKernel(TileOps):
                 g = g0 + t
                 self.wait(full + g % p.weight_buffers, (g // p.weight_buffers) % 2)
         else:
-            self.step(ctx, t)
+            self.step(ctx, t, xrows)
 
     @cute.jit
     def give(self, ctx, g0, t):
@@ -776,9 +813,11 @@ class StreamKernel(TileOps):
         return cute.recast_ptr(mS.iterator + off, dtype=cutlass.Int32)
 
     @cute.jit
-    def issue(self, ctx, t):
+    def issue(self, ctx, t, xrows):
         """cp.async of weight tile t (of the block's sequence: W1 tiles, then W2 tiles) into
-        ring buffer t mod weight_buffers; zero fill outside [K, N]."""
+        ring buffer t mod weight_buffers; zero fill outside [K, N]. With x_stream a W1 tile
+        brings X's chunk of its k tile (rows xrows = (first, left) of the row tile; zero
+        outside [rows, C])."""
         mX, mWf, mY, mS, gW1, gW2, ring1, ring2, sX, sH, base, h0, bid, tid = ctx
         p = self.p
         C, H, N = p.in_width, p.hidden, p.out_width
@@ -802,6 +841,20 @@ class StreamKernel(TileOps):
                     _vec_elems(H, 2),
                     tid,
                 )
+            if cutlass.const_expr(p.x_stream):
+                row0, nrows = xrows
+                self.stage(
+                    mX,
+                    sX[None, None, buf],
+                    row0,
+                    nrows,
+                    kj * p.k_chunk1,
+                    C - kj * p.k_chunk1,
+                    self.tm,
+                    p.k_chunk1,
+                    _vec_elems(C, 2),
+                    tid,
+                )
         else:
             if t < p.tiles1 + p.tiles2:
                 u = t - p.tiles1
@@ -823,13 +876,13 @@ class StreamKernel(TileOps):
                 )
 
     @cute.jit
-    def step(self, ctx, t):
+    def step(self, ctx, t, xrows):
         """Tile t is in shared memory for every warp; tile t + weight_buffers - 1 is issued
         into the buffer tile t - 1 used."""
         p = self.p
         cute.arch.cp_async_wait_group(p.weight_buffers - 2)
         self.mma_barrier()
-        self.issue(ctx, t + p.weight_buffers - 1)
+        self.issue(ctx, t + p.weight_buffers - 1, xrows)
         cute.arch.cp_async_commit_group()  # (empty past the last tile)
 
     @cute.jit
@@ -862,10 +915,100 @@ class StreamKernel(TileOps):
                         sX[r, c] = v.to(cutlass.Float16)
         self.mma_barrier()
 
+    def stats(self, base):
+        """The norm's statistics of the row tile, fp32 [tile_rows, 2]: mean, rstd."""
+        return cute.make_tensor(
+            cute.recast_ptr(base + self.p.stats_offset, dtype=cutlass.Float32),
+            cute.make_layout((self.tm, 2), stride=(2, 1)),
+        )
+
     @cute.jit
-    def gemm1(self, ctx, nk1: cutlass.Constexpr, g0):
+    def norm_stats(self, ctx, row0, nrows):
+        """x_stream: the norm's (mean, rstd) of the row tile's rows from X in global memory,
+        one warp per row as norm_x computes them (row_norm_stats' sums, in its order, loads
+        unrolled), into the stats region; 0 for rows past the last (their X is zero, their
+        products never stored). The ring's next barrier makes them visible."""
+        mX, mWf, mY, mS, gW1, gW2, ring1, ring2, sX, sH, base, h0, bid, tid = ctx
+        p, s = self.p, self.p.norm
+        f32 = cutlass.Float32
+        C = p.in_width
+        st = self.stats(base)
+        warp_id = tid // 32
+        lane = tid % 32
+        nsum = (C + 31) // 32
+        inv_n = f32(1.0 / C)
+        for rr in cutlass.range_constexpr((self.tm + p.warps - 1) // p.warps):
+            r = warp_id + rr * p.warps
+            if r < self.tm:
+                mean = f32(0.0)
+                rstd = f32(0.0)
+                if r < nrows:
+                    g = row0 + r
+                    acc = f32(0.0)
+                    if cutlass.const_expr(s.kind == "layernorm"):
+                        for j in cutlass.range(nsum, unroll=8):
+                            c = j * 32 + lane
+                            if c < C:
+                                acc = acc + mX[g, c].to(f32)
+                        mean = cute.arch.warp_reduction_sum(acc) * inv_n
+                        acc = f32(0.0)
+                    for j in cutlass.range(nsum, unroll=8):
+                        c = j * 32 + lane
+                        if c < C:
+                            d = mX[g, c].to(f32) - mean
+                            acc = acc + d * d
+                    var = cute.arch.warp_reduction_sum(acc) * inv_n
+                    rstd = f32(1.0) / cute.math.sqrt(var + f32(s.eps))
+                if lane == 0:
+                    st[r, 0] = mean
+                    st[r, 1] = rstd
+
+    @cute.jit
+    def mma_x(self, ctx, tiled_mma, thr_mma, thr_a, thr_b, sA, sBs, accs, tAc, kj):
+        """x_stream: accs[m] += sA (X's chunk kj, M x K) @ sBs[m]^T, A loaded once per
+        k-block (ldmatrix) and, with a norm, normed in registers as norm_x norms X in
+        shared memory: (x - mean) * rstd, * gamma, + beta in fp32, rounded to fp16, zero
+        past C."""
+        tCsA = thr_mma.partition_A(sA)
+        tCrA = tiled_mma.make_fragment_A(tCsA)
+        tCsA_v = thr_a.partition_S(sA)
+        tCrA_v = thr_a.retile(tCrA)
+        tCrB = [tiled_mma.make_fragment_B(thr_mma.partition_B(sB)) for sB in sBs]
+        tCsB_v = [thr_b.partition_S(sB) for sB in sBs]
+        tCrB_v = [thr_b.retile(b) for b in tCrB]
+        for k in cutlass.range_constexpr(cute.size(tCrA, mode=[2])):
+            cute.copy(thr_a, tCsA_v[None, None, k], tCrA_v[None, None, k])
+            if cutlass.const_expr(self.p.norm is not None):
+                self.norm_a(ctx, tCrA[None, None, k], tAc[None, None, k], kj)
+            for m in cutlass.range_constexpr(len(sBs)):
+                cute.copy(thr_b, tCsB_v[m][None, None, k], tCrB_v[m][None, None, k])
+                cute.gemm(tiled_mma, accs[m], tCrA[None, None, k], tCrB[m][None, None, k], accs[m])
+
+    @cute.jit
+    def norm_a(self, ctx, a, coords, kj):
+        """The norm applied to an A fragment of X's chunk kj (coords: each element's (row,
+        column) in the chunk)."""
+        mX, mWf, mY, mS, gW1, gW2, ring1, ring2, sX, sH, base, h0, bid, tid = ctx
+        p, s = self.p, self.p.norm
+        f32 = cutlass.Float32
+        st = self.stats(base)
+        for i in cutlass.range_constexpr(cute.size(a)):
+            r = coords[i][0]
+            c = kj * p.k_chunk1 + coords[i][1]
+            v = f32(0.0)
+            if c < p.in_width:
+                v = (a[i].to(f32) - st[r, 0]) * st[r, 1]
+                if cutlass.const_expr(s.gamma >= 0):
+                    v = v * mWf[s.gamma + c]
+                if cutlass.const_expr(s.beta >= 0):
+                    v = v + mWf[s.beta + c]
+            a[i] = v.to(cutlass.Float16)
+
+    @cute.jit
+    def gemm1(self, ctx, nk1: cutlass.Constexpr, g0, xrows):
         """The hidden slice: X @ W1[:, slice] (or Wg, Wu) per n_chunk1 columns, k chunks
-        streamed; bias and activation (or act(g) * u) in fp32, stored fp16, zero past H."""
+        streamed (with x_stream X's chunk too, normed in registers); bias and activation
+        (or act(g) * u) in fp32, stored fp16, zero past H."""
         mX, mWf, mY, mS, gW1, gW2, ring1, ring2, sX, sH, base, h0, bid, tid = ctx
         p, tm, f = self.p, self.tm, self.p.first
         f32 = cutlass.Float32
@@ -877,9 +1020,14 @@ class StreamKernel(TileOps):
         tCc = thr_mma.partition_C(cute.make_identity_tensor((tm, nc)))
         mats = len(ring1)
         # X by k chunks: indexing through the layout keeps the chunks' alignment known
-        sXk = cute.make_tensor(
-            sX.iterator, cute.make_layout((tm, kc, nk1), stride=(p.x_stride, 1, kc))
-        )
+        sXk = sX
+        tAc = None
+        if cutlass.const_expr(p.x_stream):
+            tAc = thr_mma.partition_A(cute.make_identity_tensor((tm, kc)))
+        else:
+            sXk = cute.make_tensor(
+                sX.iterator, cute.make_layout((tm, kc, nk1), stride=(p.x_stride, 1, kc))
+            )
         for nj in cutlass.range(p.slice // nc, unroll=1):
             accs = [
                 tiled_mma.make_fragment_C(tiled_mma.partition_shape_C((tm, nc)))
@@ -889,15 +1037,23 @@ class StreamKernel(TileOps):
                 accs[m].fill(0.0)
             for kj in cutlass.range(nk1, unroll=1):
                 t = nj * nk1 + kj
-                self.take(ctx, g0, t)
+                self.take(ctx, g0, t, xrows)
                 if tid < active:
-                    sA = cute.make_tensor(
-                        sXk[None, None, kj].iterator,
-                        cute.make_layout((tm, kc), stride=(p.x_stride, 1)),
-                    )
-                    for m in cutlass.range_constexpr(mats):
-                        sB = self.b_tile(ring1[m], g0, t, kc, nc)
-                        self.mma(tiled_mma, thr_mma, thr_a, thr_b, sA, sB, accs[m])
+                    if cutlass.const_expr(p.x_stream):
+                        sA = cute.make_tensor(
+                            sX[None, None, t % p.weight_buffers].iterator,
+                            cute.make_layout((tm, kc), stride=(p.x_stride, 1)),
+                        )
+                        sBs = [self.b_tile(ring1[m], g0, t, kc, nc) for m in range(mats)]
+                        self.mma_x(ctx, tiled_mma, thr_mma, thr_a, thr_b, sA, sBs, accs, tAc, kj)
+                    else:
+                        sA = cute.make_tensor(
+                            sXk[None, None, kj].iterator,
+                            cute.make_layout((tm, kc), stride=(p.x_stride, 1)),
+                        )
+                        for m in cutlass.range_constexpr(mats):
+                            sB = self.b_tile(ring1[m], g0, t, kc, nc)
+                            self.mma(tiled_mma, thr_mma, thr_a, thr_b, sA, sB, accs[m])
                 self.give(ctx, g0, t)
             if tid < active:
                 for i in cutlass.range_constexpr(cute.size(accs[0])):
@@ -925,7 +1081,7 @@ class StreamKernel(TileOps):
         # TMA: the kernel's barrier after this)
 
     @cute.jit
-    def gemm2(self, ctx, nk2: cutlass.Constexpr, rows, row0, nrows, g0):
+    def gemm2(self, ctx, nk2: cutlass.Constexpr, rows, row0, nrows, g0, xrows):
         """The partials h_slice @ W2[slice, :] per output chunk, stored to the scratch."""
         mX, mWf, mY, mS, gW1, gW2, ring1, ring2, sX, sH, base, h0, bid, tid = ctx
         p, tm = self.p, self.tm
@@ -945,7 +1101,7 @@ class StreamKernel(TileOps):
             acc.fill(0.0)
             for kj in cutlass.range(nk2, unroll=1):
                 t = p.tiles1 + jj * nk2 + kj
-                self.take(ctx, g0, t)
+                self.take(ctx, g0, t, xrows)
                 if tid < active:
                     sA = cute.make_tensor(
                         sHk[None, None, kj].iterator,
