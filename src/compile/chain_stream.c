@@ -165,7 +165,7 @@ rf_status_t rf_chain_stream_plan_make(const rf_chain_t *c, int64_t rows, const r
     /* The slice: the fewest waves of blocks times the slice (a block's work), a larger
      * slice on a tie (fewer partials); one wave at most, since the reduction waits for every
      * block (all resident at once). */
-    static const int64_t slices[] = {16, 32, 48, 64, 128, 192, 256};
+    static const int64_t slices[] = {16, 32, 48, 64, 96, 128, 192, 256};
     int64_t best = 0, best_score = 0;
     for (size_t i = 0; i < sizeof slices / sizeof slices[0]; i++) {
         int64_t sl = slices[i];
@@ -190,8 +190,10 @@ rf_status_t rf_chain_stream_plan_make(const rf_chain_t *c, int64_t rows, const r
     /* every block reduces its share of Y's columns (a multiple of 8: whole 16-byte copies
      * of fp32) */
     p->reduce_cols = (int)rf_round_up(rf_div_up(s->n, p->blocks), 8);
-    p->n_chunk1 = (int)(best <= 64 ? best : 64);
-    p->k_chunk2 = (int)(best <= 64 ? best : 64);
+    /* a slice of at most 96 is one tile wide (X's chunks then stream once per W1 k tile);
+     * wider ones are multiples of 64 */
+    p->n_chunk1 = (int)(best <= 96 ? best : 64);
+    p->k_chunk2 = (int)(best <= 96 ? best : 64);
     RF_RETURN_IF_ERROR(rf_chain_split_covered(s->h, p->slice, p->blocks),
                        "the streaming schedule's split of stage %d", s->second);
     /* The row tile: the smallest of 16, 32, 64 holding the rows (64 above), then the deepest

@@ -144,6 +144,14 @@ static void test_llama_widths(const rf_target_t *t) {
             CHECK(xs[i].rows < 43 || p.row_tiles > 1); /* X resident: tiles of 16 or 32 */
         }
     }
+    /* 11,136 hidden (a GELU FFN of the decode set): slices of 64 need 174 blocks, of 128
+     * leave 45 SMs idle; 116 slices of 96, each one W1 tile wide */
+    rf_chain_t *wide = ffn(NULL, 2496, 11136, 0, placeholder);
+    CHECK_OK(rf_chain_stream_plan_make(wide, 43, t, 0, &p));
+    CHECK(p.blocks == 116 && p.slice == 96 && p.n_chunk1 == 96 && p.k_chunk2 == 96);
+    CHECK(p.x_stream && p.row_tiles == 1 && p.smem_bytes <= t->smem_per_block);
+    CHECK_OK(rf_chain_split_covered(p.shape.h, p.slice, p.blocks));
+    rf_chain_destroy(wide);
     CHECK_OK(rf_chain_stream_plan_make(swiglu, 4, t, 0, &p));
     /* 8192 hidden over 132 SMs: 128 slices of 64 is one wave of the fewest columns per block */
     CHECK(p.blocks == 128 && p.slice == 64 && p.shape.gated);
