@@ -83,6 +83,10 @@ typedef struct rf_compile_options {
     const char *fault;    /* tests of the checks: a planted fault by name (src/compile/plan.c's
                              table; NULL = none) */
     int check_delay;      /* tests of the checks: rf_kernel_spec_t.check_delay, 0 = none */
+    int timeline;         /* a timeline build of the weight-streaming kernel (chain_stream):
+                           * each block stamps the GPU's global timer at the phases of each
+                           * row tile into the scratch (python -m rowfuse.bench.timeline
+                           * reads them); measured for the stamps, never timed */
     const char *python;   /* the interpreter that has the rowfuse Python package, which runs
                              the kernel generator (rowfuse.kernels.build); NULL = "python3" */
 } rf_compile_options_t;

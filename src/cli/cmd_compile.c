@@ -120,6 +120,8 @@ static rf_status_t parse_args(int argc, char **argv, compile_args_t *c) {
             c->o.ring = 1;
         else if (!strcmp(a, "--force"))
             c->force = 1;
+        else if (!strcmp(a, "--timeline")) /* (a measurement build; not in --help) */
+            c->o.timeline = 1;
         else if (a[0] != '-' && !c->model)
             c->model = a;
         else if (!opt)

@@ -631,6 +631,11 @@ static rf_status_t compile_chain(const rf_chain_t *c, const rf_compile_options_t
     rf_chain_stream_plan_t sp;
     int stream = 0;
     RF_RETURN_IF_ERROR_PLAIN(rf_chain_stream_choose(c, o, rows, &t, mma, p, &sp, &stream));
+    if (o->timeline && !stream)
+        return RF_ERR(RF_CODE_UNSUPPORTED,
+                      "--timeline stamps the weight-streaming kernel's phases; this chain's "
+                      "plan at %lld rows is %s (force it with --schedule chain-stream)",
+                      (long long)rows, p->name);
     return write_package(o, p, (pkg_kernels_t){stream ? &sp : NULL, NULL});
 }
 

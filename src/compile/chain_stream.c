@@ -76,6 +76,10 @@ int64_t rf_chain_stream_scratch_bytes(int blocks, int64_t n, int64_t rows, int t
     return 4 * (partial + counters);
 }
 
+int64_t rf_chain_stream_counters_per_tile(const rf_chain_stream_plan_t *p) {
+    return RF_STREAM_COUNTERS_PER_TILE + (p->timeline ? (int64_t)p->blocks * RF_STREAM_STAMPS : 0);
+}
+
 int rf_chain_stream_threads(const rf_chain_stream_plan_t *p) {
     return 32 * (p->warps + (p->tma ? 1 : 0));
 }
@@ -294,6 +298,7 @@ rf_status_t rf_chain_stream_choose(const rf_chain_t *c, const rf_compile_options
     if (spelling)
         snprintf(s->fault, sizeof s->fault, "%s", spelling);
     s->check_delay = o->check_delay;
+    s->timeline = o->timeline;
     snprintf(p->name, sizeof p->name, "stream_%s", p->hash);
     p->tile_rows = s->tile_rows;
     p->warps = rf_chain_stream_threads(s) / 32; /* the grid rule counts every thread */
@@ -355,10 +360,14 @@ static void write_entry(rf_json_writer_t *w, const rf_chain_plan_t *p,
         rf_json_key_string(w, "fault", s->fault);
     if (s->check_delay > 0)
         rf_json_key_int(w, "check_delay", s->check_delay);
+    if (s->timeline) {
+        rf_json_key_bool(w, "timeline", 1);
+        rf_json_key_int(w, "stamps", RF_STREAM_STAMPS);
+    }
     if (with_facts) {
         rf_json_key_int(w, "grid", s->blocks);
         rf_json_key_int(w, "scratch_partial_per_row", (int64_t)s->blocks * s->shape.n);
-        rf_json_key_int(w, "scratch_counters_per_tile", RF_STREAM_COUNTERS_PER_TILE);
+        rf_json_key_int(w, "scratch_counters_per_tile", rf_chain_stream_counters_per_tile(s));
         rf_json_key_int(w, "weight_bytes", s->weight_bytes);
         rf_json_key_double(w, "cost_us", s->cost_us);
         rf_json_key_double(w, "chain_mma_cost_us", s->mma_cost_us);

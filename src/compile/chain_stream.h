@@ -81,6 +81,12 @@
 #define RF_STREAM_TMA_MAX_BUFFERS 32
 /* Scratch counters per row tile: arrivals, reads */
 #define RF_STREAM_COUNTERS_PER_TILE 2
+/* A timeline build's stamps per block and row tile, after the tile's counters (the low 32
+ * bits of the global timer, ns, thread 0 of the block): the row tile's start (its first
+ * barrier passed), X staged (the norm's statistics or the normed X ready), the hidden
+ * slice done, the partials stored, the arrival, every block's arrival seen, the block's
+ * share of Y written; the last is unused */
+#define RF_STREAM_STAMPS 8
 /* The TMA ring's alignment: its stages, each matrix's tile in a stage, and the base */
 #define RF_STREAM_TMA_ALIGN 1024
 /* auto (stream_tma -1) takes the TMA ring above this many weight bytes, the L2 of an H100
@@ -126,7 +132,12 @@ typedef struct rf_chain_stream_plan {
                       * before its first partial store of a row tile, so a reducer that does
                       * not wait for every block reads the check's poison; checked, never
                       * timed */
+    int timeline;    /* a timeline build: RF_STREAM_STAMPS stamps per block and row tile */
 } rf_chain_stream_plan_t;
+
+/* int32 words of scratch per row tile after the partials: its counters, and a timeline
+ * build's stamps of every block. */
+int64_t rf_chain_stream_counters_per_tile(const rf_chain_stream_plan_t *p);
 
 /* Whether chain c has the FFN shape above (RF_OK, *out filled) or why not (UNSUPPORTED
  * naming the stage). */

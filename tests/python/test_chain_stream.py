@@ -23,6 +23,7 @@ import json
 import re
 import subprocess
 
+import numpy as np
 import pytest
 
 pytest.importorskip("torch")
@@ -308,3 +309,52 @@ def test_plant_fault_list_names_chain_stream():
     assert ["stream-no-reset", "chain-stream"] == lines[-3][:2]
     assert ["stream-ring-no-wait", "chain-stream"] == lines[-2][:2]
     assert ["conv-no-store", "chain-conventional"] == lines[-1][:2]
+
+
+def test_timeline_build_stamps_every_phase(tmp_path):
+    """`--timeline` builds the streaming kernel with the global timer's low word stored at
+    each phase of a row tile (seven stamps, thread 0) after the tile's counters, and sizes
+    the scratch for them; a plan that is not the streaming kernel refuses it."""
+    model = _model(tmp_path, "llama_ffn", 512, 2048)
+    *_, plain = _compile(model, tmp_path / "plain")
+    _, plan, k, _, ptx = _compile(model, tmp_path / "tl", "--timeline")
+    assert k["timeline"] is True and k["stamps"] == 8
+    assert k["scratch_counters_per_tile"] == 2 + k["blocks"] * 8
+    stamps = ptx.count("%globaltimer_lo")
+    assert stamps - plain.count("%globaltimer_lo") == 7, (stamps, plain.count("%globaltimer_lo"))
+    p = rowfuse(
+        "compile", model, "--rows", 4, "-o", tmp_path / "mma", "--schedule", "chain", "--timeline"
+    )
+    assert p.returncode != 0 and "--timeline" in p.stderr, p.stderr
+
+
+def test_timeline_reader_unwraps_and_summarizes():
+    """The reader's stamps and spans in closed form: two blocks, one row tile, the low
+    timer word wrapping between them."""
+    from rowfuse.bench import timeline
+
+    rows, blocks, stamps = 3, 2, 8
+    k = {
+        "blocks": blocks,
+        "stamps": stamps,
+        "tile_rows": 16,
+        "scratch_partial_per_row": 5,
+        "scratch_counters_per_tile": 2 + blocks * stamps,
+    }
+    words = np.zeros(rows * 5 + 2 + blocks * stamps, np.int64)
+    t0 = (1 << 32) - 3000  # the low word wraps 3 us after block 0 starts
+    # block 0: start, x, hidden, partials, arrived, all arrived, done (ns after t0)
+    b0 = [0, 1000, 5000, 9000, 9500, 20000, 22000, 0]
+    b1 = [500, 1500, 7000, 19000, 19500, 20000, 23000, 0]
+    for b, st in enumerate((b0, b1)):
+        for i, v in enumerate(st):
+            words[rows * 5 + 2 + b * stamps + i] = (t0 + v) % (1 << 32)
+    scratch = words.astype(np.uint32).view(np.int32)
+    t = timeline.stamps_of(scratch, k, rows)
+    assert t.shape == (1, 2, 7)
+    assert list(t[0, 0]) == b0[:7] and list(t[0, 1]) == b1[:7]
+    (s,) = timeline.summarize(t)
+    assert s["launch_us"] == 23.0
+    assert s["stream_us"] == [9.0, 13.75, 18.5]
+    assert s["wait_us"] == [0.5, 5.5, 10.5]
+    assert s["tail_us"] == 23.0 - 14.0

@@ -169,6 +169,9 @@ class StreamPlan:
     # (rows x_stride apart, after the weight tiles); the norm's statistics come from X in
     # global memory and the norm is applied to each chunk in registers (cp.async ring only)
     x_stream: bool = False
+    # a timeline build: `stamps` global-timer stamps per block and row tile after the
+    # tile's counters (chain_stream.h RF_STREAM_STAMPS says which); 0 = none
+    stamps: int = 0
 
     @property
     def tma(self) -> bool:
@@ -189,6 +192,12 @@ class StreamPlan:
     @property
     def mma_threads(self) -> int:
         return 32 * self.warps
+
+    @property
+    def counters_per_tile(self) -> int:
+        """int32 words of scratch per row tile after the partials: the arrival and read
+        counters, then a timeline build's stamps of every block."""
+        return COUNTERS_PER_TILE + self.blocks * self.stamps
 
     @property
     def x_chunk_bytes(self) -> int:
@@ -315,6 +324,7 @@ class StreamPlan:
             weight_copy=copy,
             mbar_offset=_int(k, "mbar_offset", name) if copy == "tma" else 0,
             x_stream=bool(k.get("x_stream", False)),
+            stamps=_int(k, "stamps", name) if k.get("timeline") else 0,
             **ints,
         )
         if _int(k, "threads", name) != plan.threads:
@@ -690,6 +700,7 @@ class StreamKernel(TileOps):
         row0 = rt * tm
         nrows = rows - row0
         xrows = (row0, nrows)
+        self.stamp(ctx, rows, rt, 0)
         if cutlass.const_expr(p.x_stream):
             for t in cutlass.range_constexpr(nbuf - 1):  # the first weights and X's chunks
                 self.issue(ctx, t, xrows)
@@ -709,14 +720,19 @@ class StreamKernel(TileOps):
             self.mma_barrier()
             if cutlass.const_expr(p.norm is not None):
                 self.norm_x(ctx)
+        self.stamp(ctx, rows, rt, 1)
         self.gemm1(ctx, p.x_cols // p.k_chunk1, g0, xrows)
+        self.stamp(ctx, rows, rt, 2)
         if cutlass.const_expr(p.tma):
             self.mma_barrier()  # the hidden slice, for every MMA warp
         self.gemm2(ctx, p.slice // p.k_chunk2, rows, row0, nrows, g0, xrows)
+        self.stamp(ctx, rows, rt, 3)
         if cutlass.const_expr(not p.tma):
             cute.arch.cp_async_wait_group(0)
         self.arrive(ctx, rt, rows)
+        self.stamp(ctx, rows, rt, 4)
         self.reduce(ctx, rt, rows, row0, nrows)
+        self.stamp(ctx, rows, rt, 6)
         if cutlass.const_expr(p.tma):
             # the reduction's generic writes to the ring, ordered before the TMA's
             cute.arch.fence_proxy("async.shared", space="cta")
@@ -809,8 +825,19 @@ class StreamKernel(TileOps):
     def counter(self, mS, rows, rt, which: cutlass.Constexpr):
         """Row tile rt's counter `which` (0: arrivals, 1: reads) in the scratch."""
         p = self.p
-        off = p.blocks * rows * p.out_width + rt * COUNTERS_PER_TILE + which
+        off = p.blocks * rows * p.out_width + rt * p.counters_per_tile + which
         return cute.recast_ptr(mS.iterator + off, dtype=cutlass.Int32)
+
+    @cute.jit
+    def stamp(self, ctx, rows, rt, i: cutlass.Constexpr):
+        """A timeline build: thread 0 writes the global timer's low 32 bits (ns) as stamp i
+        of this block's row tile rt (chain_stream.h RF_STREAM_STAMPS); nothing otherwise."""
+        mX, mWf, mY, mS, gW1, gW2, ring1, ring2, sX, sH, base, h0, bid, tid = ctx
+        p = self.p
+        if cutlass.const_expr(p.stamps > 0):
+            if tid == 0:
+                ptr = self.counter(mS, rows, rt, COUNTERS_PER_TILE + bid * p.stamps + i)
+                cute.make_tensor(ptr, cute.make_layout(1))[0] = cute.arch.globaltimer_lo()
 
     @cute.jit
     def issue(self, ctx, t, xrows):
@@ -1153,6 +1180,7 @@ class StreamKernel(TileOps):
                 if cute.arch.globaltimer() - t0 > WATCHDOG_NS:
                     llvm.intr_trap()  # a block never arrived: trap rather than hang
                 seen = cute.arch.load(arrived, cutlass.Int32, sem=sem, scope="gpu")
+        self.stamp(ctx, rows, rt, 5)
         self.mma_barrier()
         if cutlass.const_expr(fenced):
             cute.arch.fence_acq_rel_gpu()  # acquire: every block's partials, for every thread

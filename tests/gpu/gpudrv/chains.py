@@ -86,6 +86,10 @@ def prepare(jobs: int, stamp: str) -> dict:
             for name, r in STREAM_CHECK_BUILDS.items():  # controls: each check must pass
                 args = [model, "--rows", str(r), "--schedule", "chain-stream"] + _ring(name)
                 specs.append((name, args + ["--check-delay", str(STREAM_CHECK_DELAY)], False))
+        # timeline builds of the streaming kernel (rowfuse.bench.timeline reads them)
+        for name, (kind, r) in TIMELINE_PACKAGES.items():
+            if kind == k:
+                specs.append((name, [model, "--rows", str(r), "--timeline"], False))
         # the streaming kernel with the other weight ring than the plan's at its rows
         rows_other, sfx, ring = OTHER_RING.get(k, ((), "", ""))
         for r in rows_other:
@@ -141,6 +145,8 @@ def run(r: c.Run) -> None:
             _sanitize(r, d, m)
     if ok and os.environ.get("CHAINS_STREAM", "1") != "0":
         _stream_figures(r, d, m)
+    if ok and os.environ.get("CHAINS_TIMELINE", "1") != "0":
+        _timelines(r, d, m)
     if os.environ.get("CHAINS_SUITE", "1") == "0":
         return
     # CHAINS_KINDS / CHAINS_ROWS there narrow what was prepared (a call of its own each)
@@ -351,6 +357,37 @@ def _sanitize(r: c.Run, d, m) -> None:
     r.primary.append(d / "sanitizer.json")
 
 
+# timeline builds of the streaming kernel (--timeline: each block stamps the global timer at
+# the phases of a row tile), name -> (kind, rows): the tail after the stream at 1 row, with
+# the TMA ring (LLaMA-style and GPT-style widths) and at 16 rows, and X streamed beside W1
+# at 64 rows
+TIMELINE_PACKAGES = {
+    "llama_ffn-1-timeline": ("llama_ffn", 1),
+    "xl_gelu_ffn-1-timeline": ("xl_gelu_ffn", 1),
+    "xl_gelu_ffn-16-timeline": ("xl_gelu_ffn", 16),
+    "llama_ffn-64-timeline": ("llama_ffn", 64),
+}
+
+
+def _timelines(r: c.Run, d, m) -> None:
+    """The TIMELINE_PACKAGES prepared, warm and cold L2 (python -m rowfuse.bench.timeline),
+    into timeline.json: per row tile the phases over the blocks and the spans."""
+    out = []
+    for name in sorted(n for n in TIMELINE_PACKAGES if n in m["packages"]):
+        n = name.split("-")[1]
+        for mode in ("warm", "cold"):
+            js = d / f"timeline_{name}_{mode}.json"
+            cmd = ["python3", "-m", "rowfuse.bench.timeline", c.PKGS / name, "--rows", n]
+            cmd += ["-o", js] + (["--cold"] if mode == "cold" else [])
+            r.cmd("chains", f"timeline {name} {mode} L2", cmd, f"timeline_{name}_{mode}.log", 180)
+            res = c.read_json(js)
+            if res:
+                out.append(res)
+    if out:
+        c.write_json(d / "timeline.json", {"runs": out})
+        r.primary.append(d / "timeline.json")
+
+
 def _stream_figures(r: c.Run, d, m) -> None:
     """The weight-streaming packages (kernel stream_*) planned for at most 64 rows (the
     decode regime) through the C host at those rows, warm and cold L2 (`--cold-l2`: the L2
@@ -358,7 +395,8 @@ def _stream_figures(r: c.Run, d, m) -> None:
     copy rate, into stream.json."""
     rows = []
     for name in sorted(m["packages"]):
-        if name in FAULT_PACKAGES or name in STREAM_CHECK_BUILDS:  # checked, never timed
+        if name in FAULT_PACKAGES or name in STREAM_CHECK_BUILDS or name in TIMELINE_PACKAGES:
+            continue  # checked, never timed
             continue
         plan = c.read_json(c.PKGS / name / "plan.json") or {}
         kernel = (plan.get("kernels") or [{}])[0].get("name", "")
