@@ -59,8 +59,9 @@ func.func @tall(%x: tensor<7000x48xf16> {rowfuse.row}, %w1: tensor<48x96xf16>, %
 // Medium (1.07 GFLOP): the Hopper megakernel, a block pair per 64-row tile (each half the
 // hidden chunks, Y partial sums through distributed shared memory), so 128 blocks work where
 // 64 tiles alone would leave half the SMs idle; two resident chunks of 128 per block.
+// (persistent-smem's line: its busiest block's chain of hidden chunks, two tiles each.)
 // EXPLAIN-LABEL: @medium: schedule persistent-wgmma on h200, 132 SMs
-// EXPLAIN-NEXT: why: auto: {{.*}}(h200 cost model: 6.7 us; next persistent-smem 8.8 us; 1.074 GFLOP)
+// EXPLAIN-NEXT: why: auto: {{.*}}(h200 cost model: 6.7 us; next persistent-smem 12.0 us; 1.074 GFLOP)
 // EXPLAIN-NEXT: kernel rf_c128_h512_fused_wgmma_t64_pair: fused_wgmma, tile rows 64, grid 128, 128 threads, 217088 B shared memory, hidden chunk 128, on chip: h
 // EXPLAIN-NEXT: grid rule: {{.*}}, a cluster of 2 blocks per tile
 func.func @medium(%x: tensor<4096x128xf16> {rowfuse.row}, %w1: tensor<128x512xf16>, %b1: tensor<512xf32>, %w2: tensor<512x128xf16>, %b2: tensor<128xf32>) -> tensor<4096x128xf32> {
@@ -99,7 +100,7 @@ func.func @large(%x: tensor<8192x512xf16> {rowfuse.row}, %w1: tensor<512x2048xf1
 // Where the blocked ring's line loses to the vendor GEMMs (50 row tiles on 132 SMs; measured
 // 46.3 us against cuBLASLt's 25.9): no rowfuse kernel, the contract stays.
 // EXPLAIN-LABEL: @vendor: schedule cublaslt on h200, 132 SMs
-// EXPLAIN-NEXT: why: auto: cublaslt is the cheapest of the schedules that fit (h200 cost model: 24.9 us; next persistent-smem 42.2 us; 6.776 GFLOP)
+// EXPLAIN-NEXT: why: auto: cublaslt is the cheapest of the schedules that fit (h200 cost model: 24.9 us; next persistent-wgmma 50.5 us; 6.776 GFLOP)
 // EXPLAIN-NEXT: no rowfuse kernel
 // IR-LABEL: func.func @vendor
 // IR-SAME: rowfuse.schedule = "cublaslt"
