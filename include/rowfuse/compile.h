@@ -77,6 +77,10 @@ typedef struct rf_compile_options {
     rf_grid_rule_t grid;
     int ring, min_blocks; /* experimental kernel variants (notes/kernels.md) */
     int max_grid;         /* tests: cap blocks per launch (0 = none) */
+    int stream_wide;      /* chain_stream's forms for wide blocks: X streamed beside W1
+                           * where a row tile of the rows does not fit with X resident,
+                           * and 96-column slices; -1 auto (off until checked on a GPU),
+                           * 0 off, 1 on */
     int stream_tma;       /* chain_stream's weight copies: -1 auto (the TMA ring where the
                            * weights outgrow the L2, else cp.async), 0 cp.async by every
                            * MMA thread, 1 TMA by a producer warp into an mbarrier ring */

@@ -148,7 +148,8 @@ double rf_chain_mma_cost_us(int64_t weight_bytes, int64_t rows, int tile_rows,
 }
 
 rf_status_t rf_chain_stream_plan_make(const rf_chain_t *c, int64_t rows, const rf_target_t *t,
-                                      int tma, rf_chain_stream_plan_t *p) {
+                                      int flags, rf_chain_stream_plan_t *p) {
+    int tma = flags & RF_STREAM_PLAN_TMA, wide = (flags & RF_STREAM_PLAN_WIDE) != 0;
     memset(p, 0, sizeof *p);
     if (rows < 1)
         return RF_ERR(RF_CODE_INVALID_ARGUMENT, "planning a stream for %lld rows", (long long)rows);
@@ -175,6 +176,8 @@ rf_status_t rf_chain_stream_plan_make(const rf_chain_t *c, int64_t rows, const r
         int64_t sl = slices[i];
         if (sl > rf_round_up(s->h, 16))
             break;
+        if (sl == 96 && !wide)
+            continue;
         int64_t blocks = rf_div_up(s->h, sl);
         if (blocks > t->sm_count)
             continue;
@@ -216,7 +219,7 @@ rf_status_t rf_chain_stream_plan_make(const rf_chain_t *c, int64_t rows, const r
     while (first < 2 && tiles[first] < rows)
         first++;
     for (int i = first; i >= 0; i--)
-        for (int xs = 0; xs <= (p->tma || s->c <= p->k_chunk1 ? 0 : 1); xs++)
+        for (int xs = 0; xs <= (p->tma || !wide || s->c <= p->k_chunk1 ? 0 : 1); xs++)
             for (int buffers = max_buffers; buffers >= (xs ? RF_STREAM_MIN_BUFFERS : 2);
                  buffers--) {
                 layout(p, tiles[i], buffers, xs);
@@ -261,10 +264,12 @@ rf_status_t rf_chain_stream_choose(const rf_chain_t *c, const rf_compile_options
      * weights outgrow the L2 (RF_STREAM_TMA_MIN_BYTES), TMA can stride over them, and the
      * ring's tile holds as many rows as cp.async's (whose X may stream beside W1) */
     int tma = o->stream_tma == 1 || (spelling && !strcmp(spelling, "stream_ring_no_wait"));
-    rf_status_t st = rf_chain_stream_plan_make(c, rows, t, tma, s);
+    int wide = o->stream_wide == 1 ? RF_STREAM_PLAN_WIDE : 0;
+    rf_status_t st =
+        rf_chain_stream_plan_make(c, rows, t, (tma ? RF_STREAM_PLAN_TMA : 0) | wide, s);
     if (!st && !tma && o->stream_tma < 0 && s->weight_bytes > RF_STREAM_TMA_MIN_BYTES) {
         rf_chain_stream_plan_t ring;
-        rf_status_t no = rf_chain_stream_plan_make(c, rows, t, 1, &ring);
+        rf_status_t no = rf_chain_stream_plan_make(c, rows, t, RF_STREAM_PLAN_TMA | wide, &ring);
         if (no)
             rf_status_free(no); /* cp.async's plan stands */
         else if (ring.row_tiles <= s->row_tiles)

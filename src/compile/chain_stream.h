@@ -108,12 +108,13 @@ typedef struct rf_chain_stream_plan {
     int tile_rows, row_tiles;
     int warps;     /* the block's MMA warps (a TMA plan adds one producer warp) */
     int tma;       /* weight copies by TMA from a producer warp (see above), else cp.async */
-    int x_stream;  /* X not resident: each W1 tile's stage of the ring also holds X's
-                    * [tile_rows x k_chunk1] chunk (cp.async ring only); the norm's statistics
-                    * are computed from X in global memory and the norm applied to each chunk
-                    * as it is loaded into registers. Where a row tile of the rows does not
-                    * fit with X resident (wide X above 16 rows), so the weights still stream
-                    * once (see the tile rule in rf_chain_stream_plan_make) */
+    int x_stream;  /* a wide-block form (RF_STREAM_PLAN_WIDE): X not resident, each W1
+                    * tile's stage of the ring also holds X's [tile_rows x k_chunk1] chunk
+                    * (cp.async ring only); the norm's statistics are computed from X in
+                    * global memory and the norm applied to each chunk as it is loaded
+                    * into registers. Where a row tile of the rows does not fit with X
+                    * resident (wide X above 16 rows), so the weights still stream once
+                    * (the tile rule in rf_chain_stream_plan_make) */
     int blocks;    /* the grid: one block per hidden slice */
     int64_t slice; /* hidden columns per block */
     int k_chunk1, n_chunk1, k_chunk2, n_chunk2, n_chunks2;
@@ -149,11 +150,17 @@ rf_status_t rf_chain_stream_shape(const rf_chain_t *c, rf_chain_stream_shape_t *
 double rf_chain_mma_cost_us(int64_t weight_bytes, int64_t rows, int tile_rows,
                             const rf_target_t *t);
 
-/* The split, tiles, shared memory and cost of chain c at `rows` on target t, its weights
- * copied by TMA when `tma` (else cp.async); UNSUPPORTED when the shape does not apply,
- * nothing fits, or TMA cannot copy the weights (H or N not a multiple of 8). */
+/* rf_chain_stream_plan_make's flags: the weights copied by TMA (else cp.async); the forms
+ * for wide blocks (--stream-wide): X streamed beside W1 where a row tile of the rows does
+ * not fit with it resident (cp.async only), and slices of 96 columns */
+#define RF_STREAM_PLAN_TMA 1
+#define RF_STREAM_PLAN_WIDE 2
+
+/* The split, tiles, shared memory and cost of chain c at `rows` on target t with `flags`
+ * (RF_STREAM_PLAN_*); UNSUPPORTED when the shape does not apply, nothing fits, or TMA
+ * cannot copy the weights (H or N not a multiple of 8). */
 rf_status_t rf_chain_stream_plan_make(const rf_chain_t *c, int64_t rows, const rf_target_t *t,
-                                      int tma, rf_chain_stream_plan_t *out);
+                                      int flags, rf_chain_stream_plan_t *out);
 
 /* Threads of the kernel's block: the MMA warps, and the producer warp of a TMA plan. */
 int rf_chain_stream_threads(const rf_chain_stream_plan_t *p);

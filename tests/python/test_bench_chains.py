@@ -126,6 +126,8 @@ def test_a_sibling_is_left_out_only_where_it_is_the_plans_own_schedule():
     assert chains.own_schedule(cp) == "chain_stream" and chains.own_schedule(cp) in names
     assert chains.own_schedule(tma) == "chain_stream_tma" and chains.own_schedule(tma) in names
     assert chains.own_schedule(mma) == "chain"
+    wide = {"schedule": "chain_stream", "kernels": [{"name": "stream_0", "x_stream": True}]}
+    assert chains.own_schedule(wide) == "chain_stream_wide" and chains.own_schedule(wide) in names
 
 
 @pytest.mark.parametrize("package", ["vit_ffn_ls"], indirect=True)

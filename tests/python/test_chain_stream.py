@@ -192,19 +192,24 @@ def test_tma_checking_build_poisons_the_ring_and_delays_the_producer(swiglu):
 
 @pytest.mark.parametrize("kind", ["llama_ffn", "gpt2_ffn"])
 def test_wide_x_streams_beside_w1_in_one_row_tile(tmp_path, kind):
-    """At 43 rows X 2048 wide does not fit beside the ring in a 64-row tile: the cp.async
-    plan streams X's chunks beside W1 (the norm's statistics from X in global memory, the
-    norm applied in registers), so the weights stream once; the TMA ring keeps X resident
-    in 32-row tiles, so auto takes cp.async there."""
+    """At 43 rows X 2048 wide does not fit beside the ring in a 64-row tile: with the wide
+    forms the cp.async plan streams X's chunks beside W1 (the norm's statistics from X in
+    global memory, the norm applied in registers), so the weights stream once; the TMA ring
+    keeps X resident in 32-row tiles, so auto takes cp.async there. auto leaves the wide
+    forms out until they are checked on a GPU."""
     model = _model(tmp_path, kind, 2048, 1024)
-    _, plan, k, facts, ptx = _compile(model, tmp_path / "auto", "--rows", 43)
+    _, _, k0, _, _ = _compile(model, tmp_path / "auto", "--rows", 43)
+    assert "x_stream" not in k0 and k0["tile_rows"] == 32
+    _, plan, k, facts, ptx = _compile(model, tmp_path / "wide", "--rows", 43, "--stream-wide", "on")
     assert k["mode"] == "chain_stream" and k["x_stream"] is True
     assert k["tile_rows"] == 64 and k["weight_copy"] == "cp_async" and k["weight_buffers"] >= 4
     assert k["local_ops"] == 0  # no spills
     assert "mma.sync.aligned.m16n8k16" in ptx and "cp.async" in ptx
     # the norm's statistics: a butterfly reduction per row, as the resident X's
     assert "shfl.sync.bfly" in ptx
-    _, _, t, _, _ = _compile(model, tmp_path / "tma", "--rows", 43, "--stream-tma", "on")
+    _, _, t, _, _ = _compile(
+        model, tmp_path / "tma", "--rows", 43, "--stream-tma", "on", "--stream-wide", "on"
+    )
     assert "x_stream" not in t and t["tile_rows"] == 32
 
 

@@ -128,26 +128,32 @@ static void test_llama_widths(const rf_target_t *t) {
     check_plan("GELU 4096 -> 16384", gelu, 16, t);
     check_plan("GELU 4096 -> 16384", gelu, 43, t);
     rf_chain_stream_plan_t p;
-    /* Where a tile of the rows does not fit with X resident (4096 wide above 16 rows, 2048
-     * above 32), the cp.async plan streams X in chunks beside W1, in one row tile, so the
-     * weights stream once; the TMA ring keeps X resident, in more tiles. */
+    /* With the wide forms (--stream-wide on): where a tile of the rows does not fit with X
+     * resident (4096 wide above 16 rows, 2048 above 32), the cp.async plan streams X in
+     * chunks beside W1, in one row tile, so the weights stream once; the TMA ring keeps X
+     * resident, in more tiles; without them (auto, until checked on a GPU) neither does. */
+    const int W = RF_STREAM_PLAN_WIDE, T = RF_STREAM_PLAN_TMA;
     static const struct {
         int64_t rows;
         int tile, x_stream[2]; /* SwiGLU, GELU */
     } xs[] = {{16, 16, {0, 0}}, {17, 32, {0, 1}}, {43, 64, {1, 1}}, {64, 64, {1, 1}}};
     for (size_t i = 0; i < sizeof xs / sizeof xs[0]; i++) {
         for (int g = 0; g < 2; g++) {
-            CHECK_OK(rf_chain_stream_plan_make(g ? gelu : swiglu, xs[i].rows, t, 0, &p));
+            CHECK_OK(rf_chain_stream_plan_make(g ? gelu : swiglu, xs[i].rows, t, W, &p));
             CHECK(p.tile_rows == xs[i].tile && p.x_stream == xs[i].x_stream[g] && p.row_tiles == 1);
-            CHECK_OK(rf_chain_stream_plan_make(g ? gelu : swiglu, xs[i].rows, t, 1, &p));
+            CHECK_OK(rf_chain_stream_plan_make(g ? gelu : swiglu, xs[i].rows, t, W | T, &p));
             CHECK(!p.x_stream && (xs[i].rows > 16 || p.row_tiles == 1));
             CHECK(xs[i].rows < 43 || p.row_tiles > 1); /* X resident: tiles of 16 or 32 */
+            CHECK_OK(rf_chain_stream_plan_make(g ? gelu : swiglu, xs[i].rows, t, 0, &p));
+            CHECK(!p.x_stream && (p.row_tiles == 1) == !xs[i].x_stream[g]);
         }
     }
     /* 11,136 hidden (a GELU FFN of the decode set): slices of 64 need 174 blocks, of 128
      * leave 45 SMs idle; 116 slices of 96, each one W1 tile wide */
     rf_chain_t *wide = ffn(NULL, 2496, 11136, 0, placeholder);
     CHECK_OK(rf_chain_stream_plan_make(wide, 43, t, 0, &p));
+    CHECK(p.blocks == 87 && p.slice == 128 && !p.x_stream); /* without the wide forms */
+    CHECK_OK(rf_chain_stream_plan_make(wide, 43, t, W, &p));
     CHECK(p.blocks == 116 && p.slice == 96 && p.n_chunk1 == 96 && p.k_chunk2 == 96);
     CHECK(p.x_stream && p.row_tiles == 1 && p.smem_bytes <= t->smem_per_block);
     CHECK_OK(rf_chain_split_covered(p.shape.h, p.slice, p.blocks));
@@ -319,12 +325,18 @@ static void test_tma_ring(const rf_target_t *t) {
                                         &chosen));
         CHECK(chosen && s.weight_bytes > RF_STREAM_TMA_MIN_BYTES && s.tma == !off);
     }
-    /* ... but not at 43 rows, where only cp.async's X streamed beside W1 holds the rows in
-     * one tile (the ring would stream the weights three times) */
+    /* ... but not at 43 rows with the wide forms, where only cp.async's X streamed beside W1
+     * holds the rows in one tile (the ring would stream the weights three times); auto
+     * leaves the wide forms out (not yet checked on a GPU) */
     o.stream_tma = -1;
+    o.stream_wide = 1;
     CHECK_OK(
         rf_chain_stream_choose(c, &o, 43, t, rf_chain_plan_make(c, 43, t, 0, &p), &p, &s, &chosen));
     CHECK(chosen && !s.tma && s.x_stream && s.row_tiles == 1);
+    o.stream_wide = -1;
+    CHECK_OK(
+        rf_chain_stream_choose(c, &o, 43, t, rf_chain_plan_make(c, 43, t, 0, &p), &p, &s, &chosen));
+    CHECK(chosen && s.tma && !s.x_stream && s.row_tiles == 3);
     rf_chain_destroy(c);
     /* a hidden width TMA cannot stride over */
     c = ffn(&r, 64, 100, 0, NULL);

@@ -92,14 +92,17 @@ SIBLINGS = (
     ("-mma", "rowfuse-mma", "chain"),
     ("-stream", "rowfuse-stream", "chain_stream"),
     ("-tma", "rowfuse-stream-tma", "chain_stream_tma"),
+    ("-wide", "rowfuse-stream-wide", "chain_stream_wide"),
 )
 
 
 def own_schedule(plan: dict) -> str:
     """A package's schedule as SIBLINGS name it: the plan's, with "_tma" where its
-    streaming kernel has the TMA weight ring."""
-    tma = any(k.get("weight_copy") == "tma" for k in plan.get("kernels", []))
-    return plan.get("schedule", "") + ("_tma" if tma else "")
+    streaming kernel has the TMA weight ring, "_wide" where it streams X beside W1."""
+    ks = plan.get("kernels", [])
+    tma = any(k.get("weight_copy") == "tma" for k in ks)
+    wide = any(k.get("x_stream") for k in ks)
+    return plan.get("schedule", "") + ("_tma" if tma else "") + ("_wide" if wide else "")
 
 
 def package_name(kind: str, rows: int, conventional: bool = False) -> str:

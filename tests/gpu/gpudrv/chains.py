@@ -86,6 +86,10 @@ def prepare(jobs: int, stamp: str) -> dict:
             for name, r in STREAM_CHECK_BUILDS.items():  # controls: each check must pass
                 args = [model, "--rows", str(r), "--schedule", "chain-stream"] + _ring(name)
                 specs.append((name, args + ["--check-delay", str(STREAM_CHECK_DELAY)], False))
+        # the streaming kernel's forms for wide blocks (--stream-wide on), checked and timed
+        for name, (kind, r) in WIDE_PACKAGES.items():
+            if kind == k:
+                specs.append((name, [model, "--rows", str(r), "--stream-wide", "on"], False))
         # timeline builds of the streaming kernel (rowfuse.bench.timeline reads them)
         for name, (kind, r) in TIMELINE_PACKAGES.items():
             if kind == k:
@@ -356,6 +360,13 @@ def _sanitize(r: c.Run, d, m) -> None:
     c.write_json(d / "sanitizer.json", {"runs": rows})
     r.primary.append(d / "sanitizer.json")
 
+
+# the streaming kernel with its forms for wide blocks (--stream-wide on: X streamed beside
+# W1, slices of 96), not auto's until they pass here: name -> (kind, rows)
+WIDE_PACKAGES = {
+    "llama_ffn-64-wide": ("llama_ffn", 64),
+    "xl_gelu_ffn-64-wide": ("xl_gelu_ffn", 64),
+}
 
 # timeline builds of the streaming kernel (--timeline: each block stamps the global timer at
 # the phases of a row tile), name -> (kind, rows): the tail after the stream at 1 row, with

@@ -5,7 +5,8 @@ turn, fp16 weights log-uniform in 1-400 MB, rows log-uniform in 1-64), each a sp
 rowfuse.blocks kind at those widths (KIND@cNhM), exported once and compiled at its rows by
 auto (SPEC-ROWS) and, beside it, in every other schedule that fits: -conv (one kernel per
 linear), -wgmma (the same as Hopper GEMMs), -mma (the whole chain in one row-tile kernel),
--stream (the split-reduction kernel, cp.async ring), -tma (the same with its TMA ring); a
+-stream (the split-reduction kernel, cp.async ring), -tma (the same with its TMA ring),
+-wide (the same with its forms for wide blocks, --stream-wide on: not auto's until checked); a
 schedule the compiler refuses for the shape is recorded, not an error, but auto must compile.
 Each package's weight map (no weights.bin is carried).
 
@@ -31,6 +32,7 @@ SIBLINGS = (
     ("-mma", ["--schedule", "chain"]),
     ("-stream", ["--schedule", "chain-stream", "--stream-tma", "off"]),
     ("-tma", ["--schedule", "chain-stream", "--stream-tma", "on"]),
+    ("-wide", ["--schedule", "chain-stream", "--stream-wide", "on"]),
 )
 
 
