@@ -678,25 +678,33 @@ def _act(fn: str, x):
 
 @cute.jit
 def row_norm_stats(
-    src: cute.Tensor, r, lane, width: cutlass.Constexpr, centred: cutlass.Constexpr, eps
+    src: cute.Tensor,
+    r,
+    lane,
+    width: cutlass.Constexpr,
+    centred: cutlass.Constexpr,
+    eps,
+    unroll: cutlass.Constexpr = -1,
 ):
     """(mean, rstd) of row r of `src` over its first `width` columns, computed by one warp
     (lanes over the columns, fp32 sums with butterfly shuffles): LayerNorm (centred) the
     mean, then the mean of the squared deviations; RMSNorm a mean of 0 and the mean square.
-    Shared by the chain kernels' norm stage and the streaming kernel's norm of X."""
+    Shared by the chain kernels' norm stage and the streaming kernel's norm of X (in shared
+    memory, or in global memory with `unroll` loads of a lane in flight: the same sums in
+    the same order; -1 is the DSL's default)."""
     f32 = cutlass.Float32
     nsum = (width + 31) // 32
     inv_n = f32(1.0 / width)
     acc = f32(0.0)
     mean = f32(0.0)
     if cutlass.const_expr(centred):
-        for j in cutlass.range(nsum):
+        for j in cutlass.range(nsum, unroll=unroll):
             c = j * 32 + lane
             if c < width:
                 acc = acc + src[r, c].to(f32)
         mean = cute.arch.warp_reduction_sum(acc) * inv_n
         acc = f32(0.0)
-    for j in cutlass.range(nsum):
+    for j in cutlass.range(nsum, unroll=unroll):
         c = j * 32 + lane
         if c < width:
             d = src[r, c].to(f32) - mean

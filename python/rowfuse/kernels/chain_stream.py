@@ -725,7 +725,7 @@ class StreamKernel(TileOps):
         self.stamp(ctx, rows, rt, 2)
         if cutlass.const_expr(p.tma):
             self.mma_barrier()  # the hidden slice, for every MMA warp
-        self.gemm2(ctx, p.slice // p.k_chunk2, rows, row0, nrows, g0, xrows)
+        self.gemm2(ctx, p.slice // p.k_chunk2, rows, row0, nrows, g0)
         self.stamp(ctx, rows, rt, 3)
         if cutlass.const_expr(not p.tma):
             cute.arch.cp_async_wait_group(0)
@@ -952,40 +952,24 @@ class StreamKernel(TileOps):
     @cute.jit
     def norm_stats(self, ctx, row0, nrows):
         """x_stream: the norm's (mean, rstd) of the row tile's rows from X in global memory,
-        one warp per row as norm_x computes them (row_norm_stats' sums, in its order, loads
-        unrolled), into the stats region; 0 for rows past the last (their X is zero, their
+        one warp per row, by row_norm_stats as norm_x computes them (8 loads of a lane in
+        flight), into the stats region; 0 for rows past the last (their X is zero, their
         products never stored). The ring's next barrier makes them visible."""
         mX, mWf, mY, mS, gW1, gW2, ring1, ring2, sX, sH, base, h0, bid, tid = ctx
         p, s = self.p, self.p.norm
         f32 = cutlass.Float32
-        C = p.in_width
         st = self.stats(base)
         warp_id = tid // 32
         lane = tid % 32
-        nsum = (C + 31) // 32
-        inv_n = f32(1.0 / C)
         for rr in cutlass.range_constexpr((self.tm + p.warps - 1) // p.warps):
             r = warp_id + rr * p.warps
             if r < self.tm:
                 mean = f32(0.0)
                 rstd = f32(0.0)
                 if r < nrows:
-                    g = row0 + r
-                    acc = f32(0.0)
-                    if cutlass.const_expr(s.kind == "layernorm"):
-                        for j in cutlass.range(nsum, unroll=8):
-                            c = j * 32 + lane
-                            if c < C:
-                                acc = acc + mX[g, c].to(f32)
-                        mean = cute.arch.warp_reduction_sum(acc) * inv_n
-                        acc = f32(0.0)
-                    for j in cutlass.range(nsum, unroll=8):
-                        c = j * 32 + lane
-                        if c < C:
-                            d = mX[g, c].to(f32) - mean
-                            acc = acc + d * d
-                    var = cute.arch.warp_reduction_sum(acc) * inv_n
-                    rstd = f32(1.0) / cute.math.sqrt(var + f32(s.eps))
+                    mean, rstd = row_norm_stats(
+                        mX, row0 + r, lane, p.in_width, s.kind == "layernorm", s.eps, 8
+                    )
                 if lane == 0:
                     st[r, 0] = mean
                     st[r, 1] = rstd
@@ -1108,7 +1092,7 @@ class StreamKernel(TileOps):
         # TMA: the kernel's barrier after this)
 
     @cute.jit
-    def gemm2(self, ctx, nk2: cutlass.Constexpr, rows, row0, nrows, g0, xrows):
+    def gemm2(self, ctx, nk2: cutlass.Constexpr, rows, row0, nrows, g0):
         """The partials h_slice @ W2[slice, :] per output chunk, stored to the scratch."""
         mX, mWf, mY, mS, gW1, gW2, ring1, ring2, sX, sH, base, h0, bid, tid = ctx
         p, tm = self.p, self.tm
@@ -1128,7 +1112,7 @@ class StreamKernel(TileOps):
             acc.fill(0.0)
             for kj in cutlass.range(nk2, unroll=1):
                 t = p.tiles1 + jj * nk2 + kj
-                self.take(ctx, g0, t, xrows)
+                self.take(ctx, g0, t, (row0, nrows))
                 if tid < active:
                     sA = cute.make_tensor(
                         sHk[None, None, kj].iterator,
