@@ -70,9 +70,10 @@ rf_status_t rf_chain_stream_shape(const rf_chain_t *c, rf_chain_stream_shape_t *
 
 /* ---- the plan ---- */
 
-int64_t rf_chain_stream_scratch_bytes(int blocks, int64_t n, int64_t rows, int tile_rows) {
+int64_t rf_chain_stream_scratch_bytes(int blocks, int64_t n, int64_t rows, int tile_rows,
+                                      int64_t counters_per_tile) {
     int64_t partial = (int64_t)blocks * rows * n;
-    int64_t counters = rf_div_up(rows, tile_rows) * RF_STREAM_COUNTERS_PER_TILE;
+    int64_t counters = rf_div_up(rows, tile_rows) * counters_per_tile;
     return 4 * (partial + counters);
 }
 

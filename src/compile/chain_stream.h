@@ -41,9 +41,9 @@
  * global strides).
  *
  * Scratch (the runtime allocates it per row count and zeroes it once; the counters are
- * reset by the kernel): fp32 partials [blocks, rows, N] at element 0, then int32 counters
- * [row_tiles, RF_STREAM_COUNTERS_PER_TILE] (arrivals, reads) at element blocks * rows * N
- * (rf_chain_stream_scratch_bytes).
+ * reset by the kernel): fp32 partials [blocks, rows, N] at element 0, then per row tile the
+ * int32 counters (arrivals, reads) and a timeline build's stamps at element blocks * rows * N
+ * (rf_chain_stream_counters_per_tile, rf_chain_stream_scratch_bytes).
  *
  * Precision: the first linear's dot products are whole in one block (the chain_mma error
  * model); the second's are split: a block accumulates its slice in fp32 by 16-product MMA
@@ -165,8 +165,10 @@ rf_status_t rf_chain_stream_plan_make(const rf_chain_t *c, int64_t rows, const r
 /* Threads of the kernel's block: the MMA warps, and the producer warp of a TMA plan. */
 int rf_chain_stream_threads(const rf_chain_stream_plan_t *p);
 
-/* Bytes of scratch a launch at `rows` rows needs (partials, then counters). */
-int64_t rf_chain_stream_scratch_bytes(int blocks, int64_t n, int64_t rows, int tile_rows);
+/* Bytes of scratch a launch at `rows` rows needs (partials, then per row tile
+ * counters_per_tile int32 words: rf_chain_stream_counters_per_tile). */
+int64_t rf_chain_stream_scratch_bytes(int blocks, int64_t n, int64_t rows, int tile_rows,
+                                      int64_t counters_per_tile);
 
 /* The schedule decision (compile_chain's hook), given chain_mma's plan p at `rows` on t and
  * its status `mma` (consumed: returned, annotated, or freed). With options->schedule

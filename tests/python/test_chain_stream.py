@@ -290,20 +290,25 @@ def test_checking_build_spins_before_the_partial_stores(tmp_path):
 def test_torch_block_sizes_the_stream_scratch_as_the_compiler(tmp_path):
     """rowfuse.torch gives a streaming package's launch the scratch the compiler's rule
     (rf_chain_stream_scratch_bytes in librowfuse) asks for, at row counts that fill, split
-    and leave partial row tiles."""
+    and leave partial row tiles, in a plain and a timeline build (whose row tiles also hold
+    every block's stamps)."""
     import ctypes
 
     from rowfuse.capi import clib
     from rowfuse.torch import stream_scratch_bytes
 
     model = _model(tmp_path, "gpt2_ffn", 128, 512)
-    _, plan, k, _, _ = _compile(model, tmp_path / "pkg", "--schedule", "chain-stream")
     f = clib.lib().rf_chain_stream_scratch_bytes
     f.restype = ctypes.c_int64
-    f.argtypes = [ctypes.c_int, ctypes.c_int64, ctypes.c_int64, ctypes.c_int]
-    for rows in (1, 4, k["tile_rows"], k["tile_rows"] + 1, 3 * k["tile_rows"] - 5):
-        want = f(k["blocks"], k["out_width"], rows, k["tile_rows"])
-        assert stream_scratch_bytes(k, rows) == want > 0
+    f.argtypes = [ctypes.c_int, ctypes.c_int64, ctypes.c_int64, ctypes.c_int, ctypes.c_int64]
+    for build in ((), ("--timeline",)):
+        out = tmp_path / f"pkg{len(build)}"
+        _, _, k, _, _ = _compile(model, out, "--schedule", "chain-stream", *build)
+        per_tile = k["scratch_counters_per_tile"]
+        assert per_tile == 2 + (k["blocks"] * 8 if build else 0)
+        for rows in (1, 4, k["tile_rows"], k["tile_rows"] + 1, 3 * k["tile_rows"] - 5):
+            want = f(k["blocks"], k["out_width"], rows, k["tile_rows"], per_tile)
+            assert stream_scratch_bytes(k, rows) == want > 0
 
 
 def test_plant_fault_list_names_chain_stream():

@@ -113,8 +113,12 @@ static void check_plan(const char *what, const rf_chain_t *c, int64_t rows, cons
         CHECK(p.ring_bytes >= (int64_t)(s->gated ? 2 : 1) * p.k_chunk1 * p.n_chunk1 * 2 +
                                   (int64_t)p.tile_rows * p.x_stride * 2 &&
               p.weight_buffers >= RF_STREAM_MIN_BUFFERS && !p.tma);
-    CHECK(rf_chain_stream_scratch_bytes(p.blocks, s->n, rows, p.tile_rows) ==
+    CHECK(rf_chain_stream_counters_per_tile(&p) == 2);
+    CHECK(rf_chain_stream_scratch_bytes(p.blocks, s->n, rows, p.tile_rows,
+                                        rf_chain_stream_counters_per_tile(&p)) ==
           4 * ((int64_t)p.blocks * rows * s->n + p.row_tiles * 2));
+    p.timeline = 1; /* a timeline build: the blocks' stamps after each tile's counters */
+    CHECK(rf_chain_stream_counters_per_tile(&p) == 2 + (int64_t)p.blocks * RF_STREAM_STAMPS);
 }
 
 static void test_llama_widths(const rf_target_t *t) {
