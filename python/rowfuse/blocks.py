@@ -20,6 +20,7 @@ Kinds (KINDS lists them with their real and CI widths):
   res_mlp_gelu  residual MLP with GELU: x + fc2(gelu(fc1(x)))
   res_mlp_silu  residual MLP with SiLU: x + fc2(silu(fc1(x)))
   classifier    LN, a hidden layer with ReLU, a head to 10 classes
+  mlp_head      an MLP head: 3 linears with biases, SiLU between them, 48 -> 96 -> 96 -> 10
   classifier_probs  the same, its logits through a softmax over the classes
   stacked       two residual MLPs (ReLU) one after the other
   residual_mlp  the reference block: relu(fc2(relu(fc1(x))) + x)
@@ -71,6 +72,17 @@ class TcnnMLP(nn.Module):
             if i < len(self.fcs) - 1:
                 x = torch.relu(x)
         return x
+
+
+class MLPHead(nn.Module):
+    def __init__(self, c_in=48, hidden=96, c_out=10):
+        super().__init__()
+        self.fc1 = nn.Linear(c_in, hidden)
+        self.fc2 = nn.Linear(hidden, hidden)
+        self.fc3 = nn.Linear(hidden, c_out)
+
+    def forward(self, x):
+        return self.fc3(nn.functional.silu(self.fc2(nn.functional.silu(self.fc1(x)))))
 
 
 class Gpt2FFN(nn.Module):
@@ -200,6 +212,7 @@ KINDS = {
         {"c": 64, "h": 256, "act": "silu"},
     ),
     "classifier": (Classifier, {"c": 256, "h": 512}, {"c": 64, "h": 128}),
+    "mlp_head": (MLPHead, {"c_in": 48, "hidden": 96}, {"c_in": 48, "hidden": 96}),
     "classifier_probs": (
         Classifier,
         {"c": 256, "h": 512, "probs": True},

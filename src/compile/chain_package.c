@@ -263,6 +263,10 @@ static void write_kernel_of(rf_json_writer_t *w, const rf_chain_plan_t *p,
     write_stage_range(w, p, p->first_stage, p->end_stage, 1);
     rf_json_key_int(w, "weight_smem_offset", p->weight_smem_offset);
     rf_json_key_int(w, "weight_buffers", p->weight_buffers);
+    if (p->warp_rows) {
+        rf_json_key_int(w, "warp_rows", 1);
+        rf_json_key_int(w, "x_buffers", p->x_buffers);
+    }
     if (seg && cp->fault[0])
         rf_json_key_string(w, "fault", cp->fault);
     if (seg) {
@@ -631,6 +635,15 @@ static rf_status_t compile_chain(const rf_chain_t *c, const rf_compile_options_t
     rf_chain_stream_plan_t sp;
     int stream = 0;
     RF_RETURN_IF_ERROR_PLAIN(rf_chain_stream_choose(c, o, rows, &t, mma, p, &sp, &stream));
+    /* the warp-rows layout of the whole chain's kernel (chain_plan.h), on request until a GPU
+     * run has checked it: where it applies, else the reason says why not */
+    if (!stream && !mma && o->warp_rows == 1) {
+        char why[160];
+        if (!rf_chain_plan_warp_rows(c, &t, p, why, sizeof why)) {
+            size_t n = strlen(p->reason);
+            snprintf(p->reason + n, sizeof p->reason - n, "; not in warp rows: %s", why);
+        }
+    }
     if (o->timeline && !stream)
         return RF_ERR(RF_CODE_UNSUPPORTED,
                       "--timeline stamps the weight-streaming kernel's phases; this chain's "

@@ -382,6 +382,63 @@ rf_status_t rf_chain_plan_range(const rf_chain_t *c, int64_t rows, const rf_targ
     return RF_OK;
 }
 
+int rf_chain_plan_warp_rows(const rf_chain_t *c, const rf_target_t *t, rf_chain_plan_t *p,
+                            char *why, size_t why_size) {
+    int last = c->n_values - 1;
+    const char *rule = NULL;
+    int at = -1;
+    if (p->first_stage != 0 || p->end_stage != c->n_stages || p->weight_buffers != 0)
+        rule = "its weights are not resident in the whole chain's kernel";
+    for (int s = 0; s < c->n_stages && !rule; s++) {
+        const rf_chain_stage_t *st = &c->stages[s];
+        at = s;
+        if (st->op != RF_CHAIN_LINEAR || st->src != s)
+            rule = "it is not a linear of the previous stage's output";
+        for (int e = 0; e < st->n_epi && !rule; e++)
+            if (st->epi[e].op != RF_CHAIN_EPI_ACT)
+                rule = "its epilogue reads another value";
+        if (!rule && s + 1 < c->n_stages &&
+            (c->values[s + 1].dtype != RF_DTYPE_F16 ||
+             p->stages[s].n_pad != p->stages[s + 1].k_pad))
+            rule = "its output is not an fp16 operand of the next linear's whole k extent";
+        if (!rule && (p->values[s].padded_width > RF_CHAIN_WARP_ROWS_MAX ||
+                      p->stages[s].n_pad > RF_CHAIN_WARP_ROWS_MAX))
+            rule = "a width is above the registers' limit";
+    }
+    if (rule) {
+        if (at >= 0)
+            snprintf(why, why_size, "stage %d (%s): %s", at, rf_chain_op_name(c->stages[at].op),
+                     rule);
+        else
+            snprintf(why, why_size, "%s", rule);
+        return 0;
+    }
+    enum { WARPS = 4 };
+    int64_t x_slot = 2 * (int64_t)16 * WARPS * p->values[0].row_stride * 2;
+    int64_t woff = rf_round_up(x_slot, 128);
+    if (woff + p->ring_bytes > t->smem_per_block) {
+        snprintf(why, why_size, "X's two tiles and the weights need %lld bytes; the %s gives %d",
+                 (long long)(woff + p->ring_bytes), t->name, t->smem_per_block);
+        return 0;
+    }
+    p->warp_rows = 1;
+    p->x_buffers = 2;
+    p->warps = WARPS;
+    p->tile_rows = 16 * WARPS;
+    for (int v = 0; v <= last; v++) {
+        p->values[v].smem_offset = v == 0 ? 0 : -1;
+        p->values[v].slot_bytes = v == 0 ? x_slot : 0;
+    }
+    p->weight_smem_offset = woff;
+    p->smem_bytes = woff + p->ring_bytes;
+    snprintf(p->reason, sizeof p->reason,
+             "warp rows: each of %d warps its own 16-row tiles, the hidden values in its "
+             "registers from linear to linear, X in %d buffers per warp, weights resident "
+             "(%lld bytes), %lld bytes of shared memory",
+             WARPS, p->x_buffers, (long long)p->ring_bytes, (long long)p->smem_bytes);
+    return 1;
+}
+
 rf_status_t rf_chain_plan_make(const rf_chain_t *c, int64_t rows, const rf_target_t *t,
                                int tile_rows, rf_chain_plan_t *p) {
     if (!c || c->n_stages < 1) {

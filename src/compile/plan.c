@@ -22,6 +22,7 @@ void rf_compile_options_default(rf_compile_options_t *o) {
     o->y_vec2 = -1;
     o->stream_tma = -1;
     o->stream_wide = -1;
+    o->warp_rows = -1;
     o->grid = RF_GRID_AUTO;
     o->python = "python3";
 }

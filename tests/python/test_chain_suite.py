@@ -79,6 +79,7 @@ EXPECTED = {
     "res_mlp_gelu": ["linear + b, gelu_erf", "linear + b, + v0"],
     "res_mlp_silu": ["linear + b, silu", "linear + b, + v0"],
     "classifier": ["norm layernorm", "linear + b, relu", "linear + b"],
+    "mlp_head": ["linear + b, silu", "linear + b, silu", "linear + b"],
     "classifier_probs": ["norm layernorm", "linear + b, relu", "linear + b", "norm softmax"],
     "stacked": ["linear + b, relu", "linear + b, + v0, relu", "linear + b, relu"]
     + ["linear + b, + v2, relu"],

@@ -13,6 +13,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "compile/chain_conv.h"
@@ -395,11 +396,88 @@ static void test_conventional_segments(void) {
     CHECK(checked == 48 && splits > 0 && norm_kernels > 0);
 }
 
+/* A chain of n linears (widths w[0] -> w[1] -> ... -> w[n]) with biases and an activation
+ * after every one but the last. */
+static rf_chain_t *mlp_chain(rf_rng_t *r, const int64_t *w, int n) {
+    rf_chain_t *c = NULL;
+    CHECK_OK(rf_chain_create(rf_allocator_system(), w[0], &c));
+    for (int i = 0; i < n; i++) {
+        rf_chain_stage_t *s = stage(c, RF_CHAIN_LINEAR, w[i + 1]);
+        s->src = i;
+        s->k = w[i];
+        s->n = w[i + 1];
+        s->w = floats(c, r, w[i] * w[i + 1], 0.1, 0.0);
+        s->b = floats(c, r, w[i + 1], 0.1, 0.0);
+        if (i + 1 < n)
+            s->epi[s->n_epi++] = (rf_chain_epi_t){RF_CHAIN_EPI_ACT, RF_CHAIN_FN_SILU, -1, 0.0f};
+    }
+    rf_chain_assign_dtypes(c);
+    return c;
+}
+
+/* The warp-rows layout (chain_plan.h): applies to a resident chain of linears with
+ * activations whose widths stay within RF_CHAIN_WARP_ROWS_MAX, giving X two buffers of 16
+ * rows per warp and no other value a slot; a residual, a width above the limit or streamed
+ * weights leave the plan as it was, the reason naming the stage. */
+static void test_warp_rows(void) {
+    rf_rng_t rng;
+    rf_target_t t;
+    CHECK_OK(rf_target_lookup("h200", &t));
+    rf_rng_seed(&rng, 43);
+    rf_chain_plan_t *p = calloc(1, sizeof *p), *q = calloc(1, sizeof *q);
+    char why[160];
+    const int64_t ok[] = {48, 96, 96, 10};
+    rf_chain_t *c = mlp_chain(&rng, ok, 3);
+    CHECK_OK(rf_chain_plan_make(c, 100000, &t, 0, p));
+    CHECK(p->weight_buffers == 0 && !p->warp_rows);
+    int64_t resident = p->ring_bytes;
+    CHECK(rf_chain_plan_warp_rows(c, &t, p, why, sizeof why) == 1);
+    CHECK(p->warp_rows && p->x_buffers == 2 && p->warps == 4 && p->tile_rows == 64);
+    CHECK(p->values[0].smem_offset == 0 &&
+          p->values[0].slot_bytes == 2 * 64 * p->values[0].row_stride * 2);
+    for (int v = 1; v < c->n_values; v++)
+        CHECK(p->values[v].smem_offset == -1);
+    CHECK(p->weight_smem_offset == rf_round_up(p->values[0].slot_bytes, 128) &&
+          p->smem_bytes == p->weight_smem_offset + resident && p->ring_bytes == resident);
+    for (int s = 0; s + 1 < c->n_stages; s++)
+        CHECK(p->stages[s].n_pad == p->stages[s + 1].k_pad);
+    rf_chain_destroy(c);
+    /* a hidden width above the registers' limit */
+    const int64_t wide[] = {48, 144, 10};
+    c = mlp_chain(&rng, wide, 2);
+    CHECK_OK(rf_chain_plan_make(c, 100000, &t, 0, p));
+    *q = *p;
+    CHECK(rf_chain_plan_warp_rows(c, &t, p, why, sizeof why) == 0);
+    CHECK(strstr(why, "stage 0 (linear)") && strstr(why, "registers"));
+    CHECK(!memcmp(p, q, sizeof *p)); /* left as it was */
+    rf_chain_destroy(c);
+    /* a residual of X in the last linear's epilogue */
+    const int64_t res[] = {64, 64, 64};
+    c = mlp_chain(&rng, res, 2);
+    c->stages[1].epi[c->stages[1].n_epi++] =
+        (rf_chain_epi_t){RF_CHAIN_EPI_ADD, RF_CHAIN_FN_IDENTITY, 0, 0.0f};
+    CHECK_OK(rf_chain_plan_make(c, 100000, &t, 0, p));
+    CHECK(rf_chain_plan_warp_rows(c, &t, p, why, sizeof why) == 0);
+    CHECK(strstr(why, "stage 1 (linear)") && strstr(why, "reads another value"));
+    rf_chain_destroy(c);
+    /* weights beyond the resident limit stream: no warp rows */
+    const int64_t big[] = {128, 128, 128, 128, 128, 128};
+    c = mlp_chain(&rng, big, 5);
+    CHECK_OK(rf_chain_plan_make(c, 100000, &t, 0, p));
+    CHECK(p->weight_buffers > 0);
+    CHECK(rf_chain_plan_warp_rows(c, &t, p, why, sizeof why) == 0);
+    CHECK(strstr(why, "not resident"));
+    rf_chain_destroy(c);
+    free(p);
+    free(q);
+}
+
 int main(void) {
-    printf("seeds 31, 5, 11..13, 41\n");
+    printf("seeds 31, 5, 11..13, 41, 43\n");
     test_layout_and_roundtrip();
     test_tiles_and_fit();
     test_mlp_as_chain();
     test_conventional_segments();
+    test_warp_rows();
     return rf_test_finish();
 }

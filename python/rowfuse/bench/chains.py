@@ -70,6 +70,7 @@ CHAIN_KINDS = (
     "res_mlp_silu",
     "classifier",
     "classifier_probs",
+    "mlp_head",
     "stacked",
     "xl_gelu_ffn",
 )
@@ -93,16 +94,20 @@ SIBLINGS = (
     ("-stream", "rowfuse-stream", "chain_stream"),
     ("-tma", "rowfuse-stream-tma", "chain_stream_tma"),
     ("-wide", "rowfuse-stream-wide", "chain_stream_wide"),
+    ("-warp", "rowfuse-warp", "chain_warp"),
 )
 
 
 def own_schedule(plan: dict) -> str:
     """A package's schedule as SIBLINGS name it: the plan's, with "_tma" where its
-    streaming kernel has the TMA weight ring, "_wide" where it streams X beside W1."""
+    streaming kernel has the TMA weight ring, "_wide" where it streams X beside W1, "_warp"
+    where the whole chain's kernel has the warp-rows layout."""
     ks = plan.get("kernels", [])
     tma = any(k.get("weight_copy") == "tma" for k in ks)
     wide = any(k.get("x_stream") for k in ks)
-    return plan.get("schedule", "") + ("_tma" if tma else "") + ("_wide" if wide else "")
+    warp = any(k.get("warp_rows") for k in ks)
+    sfx = ("_tma" if tma else "") + ("_wide" if wide else "") + ("_warp" if warp else "")
+    return plan.get("schedule", "") + sfx
 
 
 def package_name(kind: str, rows: int, conventional: bool = False) -> str:

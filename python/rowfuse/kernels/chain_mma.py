@@ -35,6 +35,19 @@ smem_row_pad fp16 at weight_smem_offset + its w_smem (gated: Wg, then Wu), loade
 block before its first tile; a matmul stage then runs its chunks straight from there, with
 one block barrier after the stage instead of two per k chunk.
 
+Warp rows (the spec's "warp_rows": 1; chain_plan.h): a resident chain of linears, each with
+at most an activation after it, every width at most 128. Each warp owns 16-row tiles (warp
+tile w of the launch is rows [16 w, 16 w + 16); warp j of block b starts at b * warps + j
+and strides by all the launch's warps) and runs every linear on them alone: the first
+linear's A operand is its X tile (ldmatrix from its own rows of X's slot), every later
+one's is the previous accumulator tile, activated in fp32 and rounded to fp16 in registers
+(the m16n8k16 accumulator of columns [16 k, 16 k + 16) holds, thread for thread and in the
+same order, the A fragment of k block k). Y is stored from the last accumulators. X's slot
+holds x_buffers (2) tiles of tile_rows = 16 x warps rows, each warp its 16 rows of each: the
+warp stages its next tile's X (cp.async) before it computes the current one. After the
+weights' load one block barrier; warp barriers only after that. The arithmetic is the
+resident kernel's, in the same order.
+
 The weight ring: buffer b (b < weight_buffers) starts at weight_smem_offset + b * RB bytes,
 where RB is the largest over the linear and gated stages of mats * k_chunk *
 (n_chunk + smem_row_pad) * 2 (mats = 1 for linear, 2 for gated: Wg's tile then Wu's); a
@@ -109,6 +122,8 @@ NORMS = {"layernorm": ("eps", "gamma", "beta"), "rmsnorm": ("eps", "gamma"), "so
 EPILOGUE_OPS = ("act", "add", "mul")
 # k chunks of a matmul stage unrolled; more are a loop (compile time and code size)
 UNROLL_K = 4
+# the warp-rows layout's widest value (src/compile/chain_plan.h's RF_CHAIN_WARP_ROWS_MAX)
+WARP_ROWS_MAX = 128
 
 
 def wh_extent(stages) -> int:
@@ -302,6 +317,8 @@ class ChainPlan:
     split_stage: int = -1
     slices: int = 1
     slice_chunks: int = 0
+    warp_rows: bool = False
+    x_buffers: int = 0
 
     @property
     def threads(self) -> int:
@@ -400,6 +417,8 @@ class ChainPlan:
             weight_buffers=_int(k, "weight_buffers", name),
             smem_pad=smem_pad,
             fault=k.get("fault", ""),
+            warp_rows=bool(_int(k, "warp_rows", name)) if "warp_rows" in k else False,
+            x_buffers=_int(k, "x_buffers", name) if "warp_rows" in k else 0,
             **seg,
         )
         if _int(k, "threads", name) != plan.threads:
@@ -447,10 +466,11 @@ class ChainPlan:
                     f"width {v.width}"
                 )
             if v.smem_offset == -1:
-                if v.id != last and not self.segment:
+                if v.id != last and not self.segment and not self.warp_rows:
                     raise SpecError(f"{w}: only Y may live outside shared memory")
                 continue
-            end = v.smem_offset + (self.tile_rows - 1) * v.row_stride * v.elem_bytes
+            rows = self.tile_rows * (self.x_buffers if self.warp_rows and v.id == 0 else 1)
+            end = v.smem_offset + (rows - 1) * v.row_stride * v.elem_bytes
             end += v.padded_width * v.elem_bytes
             if v.smem_offset < 0 or v.smem_offset % 16 or end > self.smem_bytes:
                 raise SpecError(
@@ -470,9 +490,11 @@ class ChainPlan:
                 if not 0 <= r <= f0 + i:
                     raise SpecError(f"{w}: reads value {r}, which is not produced before it")
                 streamed = s.a_stream and r == s.src and r in self.streamed
+                in_regs = self.warp_rows and s.op == "linear" and r == s.src
                 if (
                     vals[r].smem_offset < 0
                     and not streamed
+                    and not in_regs
                     and not (r in self.direct and r not in s.row_reads and r <= f0)
                 ):
                     raise SpecError(f"{w}: reads value {r}, which has no shared-memory slot")
@@ -500,6 +522,8 @@ class ChainPlan:
             )
         if self.segment:
             self._check_segment()
+        if self.warp_rows:
+            self._check_warp_rows()
         if self.resident:
             self._check_resident()
             return
@@ -536,6 +560,37 @@ class ChainPlan:
                 f"{n}: resident weights [{self.weight_smem_offset}, "
                 f"{self.weight_smem_offset + end}) past smem_bytes {self.smem_bytes}"
             )
+
+    def _check_warp_rows(self) -> None:
+        """The warp-rows layout (module docstring): a resident whole chain of linears, each
+        the previous one's consumer with at most an activation after it, 16 rows a warp,
+        every hidden value fp16 in registers, widths within WARP_ROWS_MAX."""
+        n, vals, sts = self.name, self.values, self.stages
+        if self.segment or not self.resident or self.x_buffers != 2:
+            raise SpecError(
+                f"{n}: warp_rows needs the whole chain's kernel with resident weights and "
+                f"x_buffers 2 (got x_buffers {self.x_buffers})"
+            )
+        if self.tile_rows != 16 * self.warps:
+            raise SpecError(f"{n}: warp_rows: tile_rows {self.tile_rows} is not 16 x warps")
+        for i, s in enumerate(sts):
+            w = f"{n}: stages[{i}] ({s.op})"
+            if s.op != "linear" or s.src != i or any(o != "act" for o, _ in s.epilogue):
+                raise SpecError(
+                    f"{w}: warp_rows takes linears of the previous stage's output, each with "
+                    "at most an activation after it"
+                )
+            if max(vals[i].padded_width, s.n_pad) > WARP_ROWS_MAX:
+                raise SpecError(f"{w}: warp_rows: a width above {WARP_ROWS_MAX}")
+            if i + 1 < len(sts) and (
+                vals[i + 1].dtype != "f16"
+                or vals[i + 1].smem_offset != -1
+                or s.n_pad != sts[i + 1].k_pad
+            ):
+                raise SpecError(
+                    f"{w}: warp_rows: value {i + 1} must be fp16 in registers (no slot) with "
+                    f"n_pad {s.n_pad} equal to the next linear's k_pad"
+                )
 
     def _check_segment(self) -> None:
         """The rules of a conventional schedule's kernel (module docstring)."""
@@ -767,19 +822,142 @@ class ChainKernel(TileOps):
             self.load_resident(mWh, base, tid)
             cute.arch.cp_async_commit_group()
             cute.arch.cp_async_wait_group(0)
-        for tile in cutlass.range(bid, ntiles, nblk):
-            row0 = tile * tm
-            nrows = rows - row0
-            self.stage(
-                mX, slots[0], row0, nrows, 0, p.in_width, tm, p.values[0].padded_width, self.vx, tid
-            )
-            cute.arch.cp_async_commit_group()
-            cute.arch.cp_async_wait_group(0)
+        if cutlass.const_expr(p.warp_rows):
             cute.arch.sync_threads()
-            ctx = (mWh, mWf, mY, slots, base, row0, nrows, tid, None)
-            self.run_stages(ctx)
-            if cutlass.const_expr(p.values[-1].smem_offset >= 0):
-                self.copy_out(ctx)
+            self.warp_tiles(mX, mWf, mY, base, rows, tid, bid, nblk)
+        else:
+            for tile in cutlass.range(bid, ntiles, nblk):
+                row0 = tile * tm
+                nrows = rows - row0
+                self.stage(
+                    mX,
+                    slots[0],
+                    row0,
+                    nrows,
+                    0,
+                    p.in_width,
+                    tm,
+                    p.values[0].padded_width,
+                    self.vx,
+                    tid,
+                )
+                cute.arch.cp_async_commit_group()
+                cute.arch.cp_async_wait_group(0)
+                cute.arch.sync_threads()
+                ctx = (mWh, mWf, mY, slots, base, row0, nrows, tid, None)
+                self.run_stages(ctx)
+                if cutlass.const_expr(p.values[-1].smem_offset >= 0):
+                    self.copy_out(ctx)
+
+    @cute.jit
+    def warp_tiles(self, mX, mWf, mY, base, rows, tid, bid, nblk):
+        """The warp-rows layout (module docstring): this warp's 16-row tiles, each one's X
+        staged while the one before it computes."""
+        p = self.p
+        x = p.values[0]
+        warp = tid // 32
+        lane = tid % 32
+        # X's slot as [16 rows, padded width, warps, x_buffers]: a slice at the runtime warp
+        # and buffer keeps the 16-byte alignment ldmatrix needs
+        xs = cute.make_tensor(
+            cute.recast_ptr(base + x.smem_offset, dtype=cutlass.Float16),
+            cute.make_layout(
+                (16, x.padded_width, p.warps, p.x_buffers),
+                stride=(x.row_stride, 1, 16 * x.row_stride, p.tile_rows * x.row_stride),
+            ),
+        )
+        tiled_mma, s2r_a, s2r_b = mma_sync_tiled(1, 1)
+        mm = (tiled_mma, tiled_mma.get_slice(lane), s2r_a.get_slice(lane), s2r_b.get_slice(lane))
+        ntiles = (rows + 15) // 16
+        first = bid * p.warps + warp
+        step = nblk * p.warps
+        if first < ntiles:
+            self.stage(
+                mX,
+                xs[None, None, warp, 0],
+                first * 16,
+                rows - first * 16,
+                0,
+                p.in_width,
+                16,
+                x.padded_width,
+                self.vx,
+                lane,
+                32,
+            )
+        cute.arch.cp_async_commit_group()
+        buf = cutlass.Int32(0)
+        for wt in cutlass.range(first, ntiles, step, unroll=1):
+            nxt = wt + step
+            cute.arch.sync_warp()  # every lane is done with the other buffer's tile
+            if nxt < ntiles:
+                self.stage(
+                    mX,
+                    xs[None, None, warp, 1 - buf],
+                    nxt * 16,
+                    rows - nxt * 16,
+                    0,
+                    p.in_width,
+                    16,
+                    x.padded_width,
+                    self.vx,
+                    lane,
+                    32,
+                )
+            cute.arch.cp_async_commit_group()
+            cute.arch.cp_async_wait_group(1)
+            cute.arch.sync_warp()
+            self.warp_chain(xs[None, None, warp, buf], mWf, mY, base, wt * 16, rows - wt * 16, mm)
+            buf = 1 - buf
+
+    @cute.jit
+    def warp_chain(self, sX, mWf, mY, base, row0, nrows, mm):
+        """Every linear of the chain over one warp's 16 rows (module docstring, warp rows):
+        the hidden values stay in registers as the next linear's A fragments."""
+        p = self.p
+        tiled_mma, thr_mma, thr_a, thr_b = mm
+        f32 = cutlass.Float32
+        x = p.values[0]
+        n_st = len(p.stages)
+        h = None
+        for i in cutlass.range_constexpr(n_st):
+            s = p.stages[i]
+            rs = s.n_pad + p.smem_pad
+            sB = cute.make_tensor(
+                self.resident_tile(base, s, 0).iterator,
+                cute.make_layout((s.n_pad, s.k_pad), stride=(1, rs)),
+            )
+            acc = tiled_mma.make_fragment_C(tiled_mma.partition_shape_C((16, s.n_pad)))
+            acc.fill(0.0)
+            if cutlass.const_expr(i == 0):
+                sA = cute.make_tensor(
+                    sX.iterator, cute.make_layout((16, s.k_pad), stride=(x.row_stride, 1))
+                )
+                self.mma(tiled_mma, thr_mma, thr_a, thr_b, sA, sB, acc)
+            else:
+                self.mma_ra(tiled_mma, thr_mma, thr_b, h, sB, acc)
+            tCc = thr_mma.partition_C(cute.make_identity_tensor((16, s.n_pad)))
+            if cutlass.const_expr(i + 1 < n_st):
+                # the accumulator of columns [16 k, 16 k + 16) is, element for element, the
+                # next MMA's A fragment of k block k (module docstring)
+                h = tiled_mma.make_fragment_A(
+                    tiled_mma.partition_shape_A((16, p.stages[i + 1].k_pad))
+                )
+            for j in cutlass.range_constexpr(cute.size(acc)):
+                r = tCc[j][0]
+                c = tCc[j][1]
+                v = f32(0.0)
+                if c < s.n:
+                    v = acc[j]
+                    if cutlass.const_expr(s.b >= 0):
+                        v = v + mWf[s.b + c]
+                    for _op, arg in s.epilogue:  # (acts only: _check_warp_rows)
+                        v = _act(arg, v)
+                if cutlass.const_expr(i + 1 < n_st):
+                    h[j] = v.to(cutlass.Float16)
+                else:
+                    if r < nrows and c < s.n:
+                        mY[row0 + r, c] = v
 
     @cute.jit
     def run_stages(self, ctx):

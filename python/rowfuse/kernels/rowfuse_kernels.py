@@ -214,11 +214,14 @@ class TileOps:
         scols: cutlass.Constexpr,
         vec: cutlass.Constexpr,
         tid,
+        threads: cutlass.Constexpr = 0,
     ):
         """Copy g[row0 + r, col0 + c] (r < nrows, c < ncols) into s[r, c] for the padded
         smem tile [srows, scols]; everything outside is written as zero. Async (cp.async)
-        when `vec` > 0, to be completed by the caller's commit/wait/barrier. In a checking
-        build the odd warps first spin (check_spin), so their part lands late."""
+        when `vec` > 0, to be completed by the caller's commit/wait/barrier. The copying
+        threads are tid 0 .. threads - 1 (0: the block's; a warp passes its lane and 32).
+        In a checking build the odd warps first spin (check_spin), so their part lands late."""
+        nthr = threads if threads else self.threads
         if cutlass.const_expr(self.check_delay > 0):
             if (tid // 32) % 2 == 1:
                 check_spin(self.check_delay)
@@ -234,9 +237,9 @@ class TileOps:
             )
             gv = cute.zipped_divide(g, (1, vec))
             sv = cute.zipped_divide(s, (1, vec))
-            for i in cutlass.range_constexpr((total + self.threads - 1) // self.threads):
-                v = tid + i * self.threads
-                if cutlass.const_expr((i + 1) * self.threads <= total) or v < total:
+            for i in cutlass.range_constexpr((total + nthr - 1) // nthr):
+                v = tid + i * nthr
+                if cutlass.const_expr((i + 1) * nthr <= total) or v < total:
                     r = v // nvec_row
                     cv = v - r * nvec_row
                     dst = cute.make_tensor(sv[(None, (r, cv))].iterator, cute.make_layout(vec))
@@ -251,9 +254,9 @@ class TileOps:
                             dst.fill(0)
         else:
             total = srows * scols
-            for i in cutlass.range_constexpr((total + self.threads - 1) // self.threads):
-                v = tid + i * self.threads
-                if cutlass.const_expr((i + 1) * self.threads <= total) or v < total:
+            for i in cutlass.range_constexpr((total + nthr - 1) // nthr):
+                v = tid + i * nthr
+                if cutlass.const_expr((i + 1) * nthr <= total) or v < total:
                     r = v // scols
                     c = v - r * scols
                     if cutlass.const_expr(self.fault == "no_pad"):
@@ -280,6 +283,18 @@ class TileOps:
         g2 = cute.make_tensor(g.iterator, cute.make_layout((1, n), stride=(0, 1)))
         s2 = cute.make_tensor(s.iterator, cute.make_layout((1, sn), stride=(0, 1)))
         self.stage(g2, s2, 0, 1, col0, n, 1, sn, vec, tid)
+
+    @cute.jit
+    def mma_ra(self, tiled_mma, thr_mma, thr_s2r_b, tCrA, sB, acc):
+        """acc += A @ sB (N, K)^T with A already in registers (tCrA, the MMA's A fragment of
+        the whole K): ldmatrix of B + mma.sync, k-block by k-block."""
+        tCsB = thr_mma.partition_B(sB)
+        tCrB = tiled_mma.make_fragment_B(tCsB)
+        tCsB_v = thr_s2r_b.partition_S(sB)
+        tCrB_v = thr_s2r_b.retile(tCrB)
+        for k in cutlass.range_constexpr(cute.size(tCrB, mode=[2])):
+            cute.copy(thr_s2r_b, tCsB_v[None, None, k], tCrB_v[None, None, k])
+            cute.gemm(tiled_mma, acc, tCrA[None, None, k], tCrB[None, None, k], acc)
 
     @cute.jit
     def mma(self, tiled_mma, thr_mma, thr_s2r_a, thr_s2r_b, sA, sB, acc):

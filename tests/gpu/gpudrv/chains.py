@@ -90,6 +90,10 @@ def prepare(jobs: int, stamp: str) -> dict:
         for name, (kind, r) in WIDE_PACKAGES.items():
             if kind == k:
                 specs.append((name, [model, "--rows", str(r), "--stream-wide", "on"], False))
+        # the whole chain's kernel in the warp-rows layout (--warp-rows on), checked and timed
+        for name, (kind, r) in WARP_PACKAGES.items():
+            if kind == k:
+                specs.append((name, [model, "--rows", str(r), "--warp-rows", "on"], False))
         # timeline builds of the streaming kernel (rowfuse.bench.timeline reads them)
         for name, (kind, r) in TIMELINE_PACKAGES.items():
             if kind == k:
@@ -366,6 +370,18 @@ def _sanitize(r: c.Run, d, m) -> None:
 WIDE_PACKAGES = {
     "llama_ffn-64-wide": ("llama_ffn", 64),
     "xl_gelu_ffn-64-wide": ("xl_gelu_ffn", 64),
+}
+
+# the whole chain's kernel in the warp-rows layout (--warp-rows on: each warp its own 16-row
+# tiles, the hidden values in registers), not auto's until it passes here: name -> (kind,
+# rows); the suite times each beside the plan's choice (the rowfuse-warp sibling)
+WARP_PACKAGES = {
+    f"{kind}-{rows}-warp": (kind, rows)
+    for kind, rs in (
+        ("tcnn_mlp", (7, 64, 1000, 16384, 1 << 20)),
+        ("mlp_head", (7, 64, 1000, 16384)),
+    )
+    for rows in rs
 }
 
 # timeline builds of the streaming kernel (--timeline: each block stamps the global timer at
