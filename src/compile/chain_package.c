@@ -266,6 +266,7 @@ static void write_kernel_of(rf_json_writer_t *w, const rf_chain_plan_t *p,
     if (p->warp_rows) {
         rf_json_key_int(w, "warp_rows", 1);
         rf_json_key_int(w, "x_buffers", p->x_buffers);
+        rf_json_key_int(w, "warp_tile_rows", p->warp_tile_rows);
     }
     if (seg && cp->fault[0])
         rf_json_key_string(w, "fault", cp->fault);
@@ -636,10 +637,11 @@ static rf_status_t compile_chain(const rf_chain_t *c, const rf_compile_options_t
     int stream = 0;
     RF_RETURN_IF_ERROR_PLAIN(rf_chain_stream_choose(c, o, rows, &t, mma, p, &sp, &stream));
     /* the warp-rows layout of the whole chain's kernel (chain_plan.h), on request until a GPU
-     * run has checked it: where it applies, else the reason says why not */
+     * run has checked it: where it applies, else the reason says why not; --tile-rows 16 or
+     * 32 sets its warp tiles */
     if (!stream && !mma && o->warp_rows == 1) {
         char why[160];
-        if (!rf_chain_plan_warp_rows(c, &t, p, why, sizeof why)) {
+        if (!rf_chain_plan_warp_rows(c, &t, o->tile_rows, p, why, sizeof why)) {
             size_t n = strlen(p->reason);
             snprintf(p->reason + n, sizeof p->reason - n, "; not in warp rows: %s", why);
         }

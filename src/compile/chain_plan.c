@@ -382,8 +382,8 @@ rf_status_t rf_chain_plan_range(const rf_chain_t *c, int64_t rows, const rf_targ
     return RF_OK;
 }
 
-int rf_chain_plan_warp_rows(const rf_chain_t *c, const rf_target_t *t, rf_chain_plan_t *p,
-                            char *why, size_t why_size) {
+int rf_chain_plan_warp_rows(const rf_chain_t *c, const rf_target_t *t, int warp_tile_rows,
+                            rf_chain_plan_t *p, char *why, size_t why_size) {
     int last = c->n_values - 1;
     const char *rule = NULL;
     int at = -1;
@@ -414,7 +414,19 @@ int rf_chain_plan_warp_rows(const rf_chain_t *c, const rf_target_t *t, rf_chain_
         return 0;
     }
     enum { WARPS = 4 };
-    int64_t x_slot = 2 * (int64_t)16 * WARPS * p->values[0].row_stride * 2;
+    int64_t widest = 0;
+    for (int s = 0; s < c->n_stages; s++) {
+        if (p->values[s].padded_width > widest)
+            widest = p->values[s].padded_width;
+        if (p->stages[s].n_pad > widest)
+            widest = p->stages[s].n_pad;
+    }
+    int wt = warp_tile_rows ? warp_tile_rows : widest <= RF_CHAIN_WARP_ROWS_PAIR_MAX ? 32 : 16;
+    if (wt != 16 && wt != 32) {
+        snprintf(why, why_size, "warp tiles of %d rows (16 or 32)", wt);
+        return 0;
+    }
+    int64_t x_slot = 2 * (int64_t)wt * WARPS * p->values[0].row_stride * 2;
     int64_t woff = rf_round_up(x_slot, 128);
     if (woff + p->ring_bytes > t->smem_per_block) {
         snprintf(why, why_size, "X's two tiles and the weights need %lld bytes; the %s gives %d",
@@ -423,8 +435,9 @@ int rf_chain_plan_warp_rows(const rf_chain_t *c, const rf_target_t *t, rf_chain_
     }
     p->warp_rows = 1;
     p->x_buffers = 2;
+    p->warp_tile_rows = wt;
     p->warps = WARPS;
-    p->tile_rows = 16 * WARPS;
+    p->tile_rows = wt * WARPS;
     for (int v = 0; v <= last; v++) {
         p->values[v].smem_offset = v == 0 ? 0 : -1;
         p->values[v].slot_bytes = v == 0 ? x_slot : 0;
@@ -432,10 +445,11 @@ int rf_chain_plan_warp_rows(const rf_chain_t *c, const rf_target_t *t, rf_chain_
     p->weight_smem_offset = woff;
     p->smem_bytes = woff + p->ring_bytes;
     snprintf(p->reason, sizeof p->reason,
-             "warp rows: each of %d warps its own 16-row tiles, the hidden values in its "
+             "warp rows: each of %d warps its own %d-row tiles%s, the hidden values in its "
              "registers from linear to linear, X in %d buffers per warp, weights resident "
              "(%lld bytes), %lld bytes of shared memory",
-             WARPS, p->x_buffers, (long long)p->ring_bytes, (long long)p->smem_bytes);
+             WARPS, wt, warp_tile_rows ? " (forced)" : "", p->x_buffers, (long long)p->ring_bytes,
+             (long long)p->smem_bytes);
     return 1;
 }
 

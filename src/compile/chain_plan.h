@@ -29,11 +29,14 @@
  *              biases, gamma, beta; every offset a multiple of 8 elements.
  *   warp rows  (rf_chain_plan_warp_rows) a resident chain of linears with activations, every
  *              width at most RF_CHAIN_WARP_ROWS_MAX, may instead give each warp its own
- *              16-row tiles: the hidden values stay in the warp's registers from one linear
- *              to the next (an accumulator tile is the next MMA's A operand), so no value
- *              but X has a slot and no block barrier follows the weights' load. X's slot
- *              holds x_buffers (2) tiles of tile_rows = 16 x warps rows: each warp stages
- *              its next tile's X while it computes the current one.
+ *              tiles of warp_tile_rows rows: the hidden values stay in the warp's registers
+ *              from one linear to the next (an accumulator tile is the next MMA's A
+ *              operand), so no value but X has a slot and no block barrier follows the
+ *              weights' load. warp_tile_rows is 32 (two MMA row tiles sharing each B
+ *              fragment read from shared memory) where every padded width is at most
+ *              RF_CHAIN_WARP_ROWS_PAIR_MAX, else 16; 4 warps, tile_rows = 4 x
+ *              warp_tile_rows. X's slot holds x_buffers (2) tiles of tile_rows rows: each
+ *              warp stages its next tile's X while it computes the current one.
  * A chain that does not fit the target's shared memory at 16 rows and one buffer is
  * RF_CODE_UNSUPPORTED naming the stage where the values live across need the most.
  */
@@ -68,8 +71,9 @@ typedef struct rf_chain_value_plan {
 /* Weights of at most this many bytes (padded tiles) stay resident in the whole chain's kernel. */
 #define RF_CHAIN_RESIDENT_MAX (64 * 1024)
 /* The warp-rows layout's widest value (padded): a warp's 16 x 128 fp32 accumulators take 64
- * registers a thread. */
+ * registers a thread; and the widest with 32-row warp tiles (32 x 64: 64 registers). */
 #define RF_CHAIN_WARP_ROWS_MAX 128
+#define RF_CHAIN_WARP_ROWS_PAIR_MAX 64
 
 typedef struct rf_chain_stage_plan {
     int64_t w_smem; /* resident weights (weight_buffers 0): bytes from weight_smem_offset */
@@ -89,7 +93,7 @@ typedef struct rf_chain_plan {
     rf_target_t target;
     int64_t rows;
     int tile_rows, warps, weight_buffers;
-    int warp_rows, x_buffers; /* the warp-rows layout (above); else both 0 */
+    int warp_rows, x_buffers, warp_tile_rows; /* the warp-rows layout (above); else all 0 */
     int64_t smem_bytes, weight_smem_offset, ring_bytes;
     rf_chain_value_plan_t values[RF_CHAIN_MAX_STAGES + 1];
     rf_chain_stage_plan_t stages[RF_CHAIN_MAX_STAGES];
@@ -113,10 +117,11 @@ rf_status_t rf_chain_plan_make(const rf_chain_t *c, int64_t rows, const rf_targe
                                int tile_rows, rf_chain_plan_t *out_plan);
 
 /* Lays out the whole chain's plan p (rf_chain_plan_make's, resident) in the warp-rows layout
- * (above) and returns 1; returns 0 and leaves p as it was, with why saying which rule the
- * chain breaks, where the layout does not apply or does not fit the target. */
-int rf_chain_plan_warp_rows(const rf_chain_t *c, const rf_target_t *t, rf_chain_plan_t *p,
-                            char *why, size_t why_size);
+ * (above) with warp tiles of warp_tile_rows rows (0: the rule above, else 16 or 32) and
+ * returns 1; returns 0 and leaves p as it was, with why saying which rule the chain breaks,
+ * where the layout does not apply or does not fit the target. */
+int rf_chain_plan_warp_rows(const rf_chain_t *c, const rf_target_t *t, int warp_tile_rows,
+                            rf_chain_plan_t *p, char *why, size_t why_size);
 
 /* The kernel of stages [first, end) of c (the conventional schedule's kernels,
  * compile/chain_conv.h), laid out as rf_chain_plan_make lays out the whole chain: only the

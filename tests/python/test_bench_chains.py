@@ -128,8 +128,10 @@ def test_a_sibling_is_left_out_only_where_it_is_the_plans_own_schedule():
     assert chains.own_schedule(mma) == "chain"
     wide = {"schedule": "chain_stream", "kernels": [{"name": "stream_0", "x_stream": True}]}
     assert chains.own_schedule(wide) == "chain_stream_wide" and chains.own_schedule(wide) in names
-    warp = {"schedule": "chain", "kernels": [{"name": "chain_0", "warp_rows": 1}]}
-    assert chains.own_schedule(warp) == "chain_warp" and chains.own_schedule(warp) in names
+    for wt in (16, 32):
+        k = {"name": "chain_0", "warp_rows": 1, "warp_tile_rows": wt}
+        warp = {"schedule": "chain", "kernels": [k]}
+        assert chains.own_schedule(warp) == "chain_warp" and "chain_warp" in names
 
 
 @pytest.mark.parametrize("package", ["vit_ffn_ls"], indirect=True)

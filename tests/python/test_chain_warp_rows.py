@@ -52,18 +52,26 @@ def test_warp_rows_layout_and_ptx(tmp_path, kind, rows):
     (k,) = json.loads((pkg / "plan.json").read_text())["kernels"]
     facts = json.loads((pkg / "kernels.json").read_text())["kernels"][0]
     assert k["warp_rows"] == 1 and k["x_buffers"] == 2 and "warp rows" in out
-    assert k["warps"] == 4 and k["tile_rows"] == 64 and k["weight_buffers"] == 0
+    # 32-row warp tiles where every width is at most 64 (tiny MLP), else 16 (the head's 96)
+    wt = 32 if kind == "tcnn_mlp" else 16
+    assert k["warp_tile_rows"] == wt and k["warps"] == 4 and k["tile_rows"] == 4 * wt
+    assert k["weight_buffers"] == 0
     x, *rest = k["values"]
     assert x["smem_offset"] == 0 and all(v["smem_offset"] == -1 for v in rest)
-    assert k["weight_smem_offset"] >= 2 * 64 * x["row_stride"] * 2
+    assert k["weight_smem_offset"] >= 2 * 4 * wt * x["row_stride"] * 2
     # one block barrier (the weights' load), none per tile or stage
     assert facts["ptx_bar_sync"] == 1, facts
     assert facts.get("sass_local", 0) == 0
     ptx = next((pkg / "kernels").glob("*.ptx")).read_text()
-    assert ptx.count("mma.sync") == _mmas(k), ptx.count("mma.sync")
+    mt = wt // 16  # MMA row tiles a warp
+    assert ptx.count("mma.sync") == mt * _mmas(k), ptx.count("mma.sync")
     # each hidden value rounded to fp16 in registers, two columns at a time
     hidden = sum(-(-s["n"] // 8) * 4 // 2 for s in k["stages"][:-1])
-    assert ptx.count("cvt.rn.f16x2.f32") == hidden
+    assert ptx.count("cvt.rn.f16x2.f32") == mt * hidden
+    # B fragments read once per warp tile, whatever its MMA row tiles: x4 ldmatrix of 16
+    # columns by 16 k, plus the first linear's A
+    b = sum((s["n_pad"] // 16) * (s["k_pad"] // 16) for s in k["stages"])
+    assert ptx.count("ldmatrix") == b + mt * k["stages"][0]["k_pad"] // 16
     assert "bar.warp.sync" in ptx
 
 
@@ -103,8 +111,12 @@ def test_the_generator_refuses_broken_warp_rows_specs(tmp_path):
     res["stages"][1]["epilogue"].append({"op": "add", "src": 1})
     _refused(tmp_path, dict(spec, kernels=[res]), "warp_rows takes linears")
     tile = copy.deepcopy(k)
-    tile["tile_rows"] = 32
-    _refused(tmp_path, dict(spec, kernels=[tile]), "16 x warps")
+    tile["tile_rows"] = 128  # 16-row warp tiles: 4 warps make 64
+    _refused(tmp_path, dict(spec, kernels=[tile]), "warp_tile_rows x warps")
+    wide = copy.deepcopy(k)  # the head is 128 wide (padded): too wide for 32-row tiles
+    wide["warp_tile_rows"] = 32
+    wide["tile_rows"] = 128
+    _refused(tmp_path, dict(spec, kernels=[wide]), "a width above 64")
     slot = copy.deepcopy(k)
     slot["values"][1]["smem_offset"] = 0
     _refused(tmp_path, dict(spec, kernels=[slot]), "in registers")

@@ -431,8 +431,9 @@ static void test_warp_rows(void) {
     CHECK_OK(rf_chain_plan_make(c, 100000, &t, 0, p));
     CHECK(p->weight_buffers == 0 && !p->warp_rows);
     int64_t resident = p->ring_bytes;
-    CHECK(rf_chain_plan_warp_rows(c, &t, p, why, sizeof why) == 1);
-    CHECK(p->warp_rows && p->x_buffers == 2 && p->warps == 4 && p->tile_rows == 64);
+    CHECK(rf_chain_plan_warp_rows(c, &t, 0, p, why, sizeof why) == 1);
+    CHECK(p->warp_rows && p->x_buffers == 2 && p->warps == 4 && p->tile_rows == 64 &&
+          p->warp_tile_rows == 16); /* 128 wide (padded): one MMA row tile a warp */
     CHECK(p->values[0].smem_offset == 0 &&
           p->values[0].slot_bytes == 2 * 64 * p->values[0].row_stride * 2);
     for (int v = 1; v < c->n_values; v++)
@@ -442,12 +443,25 @@ static void test_warp_rows(void) {
     for (int s = 0; s + 1 < c->n_stages; s++)
         CHECK(p->stages[s].n_pad == p->stages[s + 1].k_pad);
     rf_chain_destroy(c);
+    /* every width at most 64: 32-row warp tiles, unless forced to 16 */
+    const int64_t narrow[] = {32, 64, 64, 16};
+    c = mlp_chain(&rng, narrow, 3);
+    CHECK_OK(rf_chain_plan_make(c, 100000, &t, 0, p));
+    *q = *p;
+    CHECK(rf_chain_plan_warp_rows(c, &t, 0, p, why, sizeof why) == 1);
+    CHECK(p->warp_tile_rows == 32 && p->tile_rows == 128 &&
+          p->values[0].slot_bytes == 2 * 128 * p->values[0].row_stride * 2);
+    CHECK(rf_chain_plan_warp_rows(c, &t, 16, q, why, sizeof why) == 1);
+    CHECK(q->warp_tile_rows == 16 && q->tile_rows == 64 && strstr(q->reason, "forced"));
+    CHECK_OK(rf_chain_plan_make(c, 100000, &t, 0, p));
+    CHECK(rf_chain_plan_warp_rows(c, &t, 64, p, why, sizeof why) == 0 && strstr(why, "16 or 32"));
+    rf_chain_destroy(c);
     /* a hidden width above the registers' limit */
     const int64_t wide[] = {48, 144, 10};
     c = mlp_chain(&rng, wide, 2);
     CHECK_OK(rf_chain_plan_make(c, 100000, &t, 0, p));
     *q = *p;
-    CHECK(rf_chain_plan_warp_rows(c, &t, p, why, sizeof why) == 0);
+    CHECK(rf_chain_plan_warp_rows(c, &t, 0, p, why, sizeof why) == 0);
     CHECK(strstr(why, "stage 0 (linear)") && strstr(why, "registers"));
     CHECK(!memcmp(p, q, sizeof *p)); /* left as it was */
     rf_chain_destroy(c);
@@ -457,7 +471,7 @@ static void test_warp_rows(void) {
     c->stages[1].epi[c->stages[1].n_epi++] =
         (rf_chain_epi_t){RF_CHAIN_EPI_ADD, RF_CHAIN_FN_IDENTITY, 0, 0.0f};
     CHECK_OK(rf_chain_plan_make(c, 100000, &t, 0, p));
-    CHECK(rf_chain_plan_warp_rows(c, &t, p, why, sizeof why) == 0);
+    CHECK(rf_chain_plan_warp_rows(c, &t, 0, p, why, sizeof why) == 0);
     CHECK(strstr(why, "stage 1 (linear)") && strstr(why, "reads another value"));
     rf_chain_destroy(c);
     /* weights beyond the resident limit stream: no warp rows */
@@ -465,7 +479,7 @@ static void test_warp_rows(void) {
     c = mlp_chain(&rng, big, 5);
     CHECK_OK(rf_chain_plan_make(c, 100000, &t, 0, p));
     CHECK(p->weight_buffers > 0);
-    CHECK(rf_chain_plan_warp_rows(c, &t, p, why, sizeof why) == 0);
+    CHECK(rf_chain_plan_warp_rows(c, &t, 0, p, why, sizeof why) == 0);
     CHECK(strstr(why, "not resident"));
     rf_chain_destroy(c);
     free(p);

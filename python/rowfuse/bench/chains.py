@@ -95,13 +95,15 @@ SIBLINGS = (
     ("-tma", "rowfuse-stream-tma", "chain_stream_tma"),
     ("-wide", "rowfuse-stream-wide", "chain_stream_wide"),
     ("-warp", "rowfuse-warp", "chain_warp"),
+    ("-warp16", "rowfuse-warp16", "chain_warp16"),
 )
 
 
 def own_schedule(plan: dict) -> str:
     """A package's schedule as SIBLINGS name it: the plan's, with "_tma" where its
     streaming kernel has the TMA weight ring, "_wide" where it streams X beside W1, "_warp"
-    where the whole chain's kernel has the warp-rows layout."""
+    where the whole chain's kernel has the warp-rows layout, with the plan's warp tiles
+    (the -warp16 sibling forces 16 rows, so it is never the plan's own)."""
     ks = plan.get("kernels", [])
     tma = any(k.get("weight_copy") == "tma" for k in ks)
     wide = any(k.get("x_stream") for k in ks)

@@ -36,15 +36,17 @@ block before its first tile; a matmul stage then runs its chunks straight from t
 one block barrier after the stage instead of two per k chunk.
 
 Warp rows (the spec's "warp_rows": 1; chain_plan.h): a resident chain of linears, each with
-at most an activation after it, every width at most 128. Each warp owns 16-row tiles (warp
-tile w of the launch is rows [16 w, 16 w + 16); warp j of block b starts at b * warps + j
-and strides by all the launch's warps) and runs every linear on them alone: the first
+at most an activation after it, every width at most 128 (64 with 32-row warp tiles). Each
+warp owns tiles of WT = warp_tile_rows rows (warp tile w of the launch is rows [WT w, WT w +
+WT); warp j of block b starts at b * warps + j and strides by all the launch's warps) and
+runs every linear on them alone, WT / 16 MMA row tiles sharing each B fragment: the first
 linear's A operand is its X tile (ldmatrix from its own rows of X's slot), every later
 one's is the previous accumulator tile, activated in fp32 and rounded to fp16 in registers
-(the m16n8k16 accumulator of columns [16 k, 16 k + 16) holds, thread for thread and in the
-same order, the A fragment of k block k). Y is stored from the last accumulators. X's slot
-holds x_buffers (2) tiles of tile_rows = 16 x warps rows, each warp its 16 rows of each: the
-warp stages its next tile's X (cp.async) before it computes the current one. After the
+(the m16n8k16 accumulator of columns [16 k, 16 k + 16) holds, thread for thread, the A
+fragment of k block k: warp_chain maps one onto the other by their coordinates). Y is
+stored from the last accumulators. X's slot holds x_buffers (2) tiles of tile_rows = WT x
+warps rows, each warp its WT rows of each: the warp stages its next tile's X (cp.async)
+before it computes the current one. After the
 weights' load one block barrier; warp barriers only after that. The arithmetic is the
 resident kernel's, in the same order.
 
@@ -122,8 +124,10 @@ NORMS = {"layernorm": ("eps", "gamma", "beta"), "rmsnorm": ("eps", "gamma"), "so
 EPILOGUE_OPS = ("act", "add", "mul")
 # k chunks of a matmul stage unrolled; more are a loop (compile time and code size)
 UNROLL_K = 4
-# the warp-rows layout's widest value (src/compile/chain_plan.h's RF_CHAIN_WARP_ROWS_MAX)
+# the warp-rows layout's widest value, and with 32-row warp tiles (src/compile/chain_plan.h's
+# RF_CHAIN_WARP_ROWS_MAX and RF_CHAIN_WARP_ROWS_PAIR_MAX)
 WARP_ROWS_MAX = 128
+WARP_ROWS_PAIR_MAX = 64
 
 
 def wh_extent(stages) -> int:
@@ -319,6 +323,7 @@ class ChainPlan:
     slice_chunks: int = 0
     warp_rows: bool = False
     x_buffers: int = 0
+    warp_tile_rows: int = 0
 
     @property
     def threads(self) -> int:
@@ -419,6 +424,7 @@ class ChainPlan:
             fault=k.get("fault", ""),
             warp_rows=bool(_int(k, "warp_rows", name)) if "warp_rows" in k else False,
             x_buffers=_int(k, "x_buffers", name) if "warp_rows" in k else 0,
+            warp_tile_rows=_int(k, "warp_tile_rows", name) if "warp_rows" in k else 0,
             **seg,
         )
         if _int(k, "threads", name) != plan.threads:
@@ -431,7 +437,8 @@ class ChainPlan:
         n, vals, sts = self.name, self.values, self.stages
         if not sts:
             raise SpecError(f"{n}: the chain has no stage")
-        if self.tile_rows not in (16, 32, 64) or not 1 <= self.warps <= 32:
+        tiles = (16, 32, 64) if not self.warp_rows else (64, 128)  # (warp rows: 4 warp tiles)
+        if self.tile_rows not in tiles or not 1 <= self.warps <= 32:
             raise SpecError(f"{n}: tile_rows {self.tile_rows} / warps {self.warps} unsupported")
         if self.weight_buffers not in (0, 1, 2) or (self.weight_buffers == 0 and self.segment):
             raise SpecError(
@@ -571,8 +578,13 @@ class ChainPlan:
                 f"{n}: warp_rows needs the whole chain's kernel with resident weights and "
                 f"x_buffers 2 (got x_buffers {self.x_buffers})"
             )
-        if self.tile_rows != 16 * self.warps:
-            raise SpecError(f"{n}: warp_rows: tile_rows {self.tile_rows} is not 16 x warps")
+        wt = self.warp_tile_rows
+        if wt not in (16, 32) or self.tile_rows != wt * self.warps:
+            raise SpecError(
+                f"{n}: warp_rows: warp_tile_rows {wt} (16 or 32) and tile_rows "
+                f"{self.tile_rows} (warp_tile_rows x warps)"
+            )
+        widest = WARP_ROWS_MAX if wt == 16 else WARP_ROWS_PAIR_MAX
         for i, s in enumerate(sts):
             w = f"{n}: stages[{i}] ({s.op})"
             if s.op != "linear" or s.src != i or any(o != "act" for o, _ in s.epilogue):
@@ -580,8 +592,8 @@ class ChainPlan:
                     f"{w}: warp_rows takes linears of the previous stage's output, each with "
                     "at most an activation after it"
                 )
-            if max(vals[i].padded_width, s.n_pad) > WARP_ROWS_MAX:
-                raise SpecError(f"{w}: warp_rows: a width above {WARP_ROWS_MAX}")
+            if max(vals[i].padded_width, s.n_pad) > widest:
+                raise SpecError(f"{w}: warp_rows: a width above {widest} ({wt}-row warp tiles)")
             if i + 1 < len(sts) and (
                 vals[i + 1].dtype != "f16"
                 or vals[i + 1].smem_offset != -1
@@ -851,35 +863,36 @@ class ChainKernel(TileOps):
 
     @cute.jit
     def warp_tiles(self, mX, mWf, mY, base, rows, tid, bid, nblk):
-        """The warp-rows layout (module docstring): this warp's 16-row tiles, each one's X
-        staged while the one before it computes."""
+        """The warp-rows layout (module docstring): this warp's tiles, each one's X staged
+        while the one before it computes."""
         p = self.p
         x = p.values[0]
+        wt = p.warp_tile_rows
         warp = tid // 32
         lane = tid % 32
-        # X's slot as [16 rows, padded width, warps, x_buffers]: a slice at the runtime warp
+        # X's slot as [wt rows, padded width, warps, x_buffers]: a slice at the runtime warp
         # and buffer keeps the 16-byte alignment ldmatrix needs
         xs = cute.make_tensor(
             cute.recast_ptr(base + x.smem_offset, dtype=cutlass.Float16),
             cute.make_layout(
-                (16, x.padded_width, p.warps, p.x_buffers),
-                stride=(x.row_stride, 1, 16 * x.row_stride, p.tile_rows * x.row_stride),
+                (wt, x.padded_width, p.warps, p.x_buffers),
+                stride=(x.row_stride, 1, wt * x.row_stride, p.tile_rows * x.row_stride),
             ),
         )
         tiled_mma, s2r_a, s2r_b = mma_sync_tiled(1, 1)
         mm = (tiled_mma, tiled_mma.get_slice(lane), s2r_a.get_slice(lane), s2r_b.get_slice(lane))
-        ntiles = (rows + 15) // 16
+        ntiles = (rows + wt - 1) // wt
         first = bid * p.warps + warp
         step = nblk * p.warps
         if first < ntiles:
             self.stage(
                 mX,
                 xs[None, None, warp, 0],
-                first * 16,
-                rows - first * 16,
+                first * wt,
+                rows - first * wt,
                 0,
                 p.in_width,
-                16,
+                wt,
                 x.padded_width,
                 self.vx,
                 lane,
@@ -887,18 +900,18 @@ class ChainKernel(TileOps):
             )
         cute.arch.cp_async_commit_group()
         buf = cutlass.Int32(0)
-        for wt in cutlass.range(first, ntiles, step, unroll=1):
-            nxt = wt + step
+        for t in cutlass.range(first, ntiles, step, unroll=1):
+            nxt = t + step
             cute.arch.sync_warp()  # every lane is done with the other buffer's tile
             if nxt < ntiles:
                 self.stage(
                     mX,
                     xs[None, None, warp, 1 - buf],
-                    nxt * 16,
-                    rows - nxt * 16,
+                    nxt * wt,
+                    rows - nxt * wt,
                     0,
                     p.in_width,
-                    16,
+                    wt,
                     x.padded_width,
                     self.vx,
                     lane,
@@ -907,17 +920,19 @@ class ChainKernel(TileOps):
             cute.arch.cp_async_commit_group()
             cute.arch.cp_async_wait_group(1)
             cute.arch.sync_warp()
-            self.warp_chain(xs[None, None, warp, buf], mWf, mY, base, wt * 16, rows - wt * 16, mm)
+            self.warp_chain(xs[None, None, warp, buf], mWf, mY, base, t * wt, rows - t * wt, mm)
             buf = 1 - buf
 
     @cute.jit
     def warp_chain(self, sX, mWf, mY, base, row0, nrows, mm):
-        """Every linear of the chain over one warp's 16 rows (module docstring, warp rows):
-        the hidden values stay in registers as the next linear's A fragments."""
+        """Every linear of the chain over one warp's tile (module docstring, warp rows): the
+        hidden values stay in registers as the next linear's A fragments."""
         p = self.p
         tiled_mma, thr_mma, thr_a, thr_b = mm
         f32 = cutlass.Float32
         x = p.values[0]
+        wt = p.warp_tile_rows
+        mt = wt // 16
         n_st = len(p.stages)
         h = None
         for i in cutlass.range_constexpr(n_st):
@@ -927,37 +942,47 @@ class ChainKernel(TileOps):
                 self.resident_tile(base, s, 0).iterator,
                 cute.make_layout((s.n_pad, s.k_pad), stride=(1, rs)),
             )
-            acc = tiled_mma.make_fragment_C(tiled_mma.partition_shape_C((16, s.n_pad)))
+            acc = tiled_mma.make_fragment_C(tiled_mma.partition_shape_C((wt, s.n_pad)))
             acc.fill(0.0)
             if cutlass.const_expr(i == 0):
                 sA = cute.make_tensor(
-                    sX.iterator, cute.make_layout((16, s.k_pad), stride=(x.row_stride, 1))
+                    sX.iterator, cute.make_layout((wt, s.k_pad), stride=(x.row_stride, 1))
                 )
                 self.mma(tiled_mma, thr_mma, thr_a, thr_b, sA, sB, acc)
             else:
                 self.mma_ra(tiled_mma, thr_mma, thr_b, h, sB, acc)
-            tCc = thr_mma.partition_C(cute.make_identity_tensor((16, s.n_pad)))
-            if cutlass.const_expr(i + 1 < n_st):
-                # the accumulator of columns [16 k, 16 k + 16) is, element for element, the
-                # next MMA's A fragment of k block k (module docstring)
+            tCc = thr_mma.partition_C(cute.make_identity_tensor((wt, s.n_pad)))
+            nb = s.n_pad // 8
+            last = i + 1 == n_st
+            if cutlass.const_expr(not last):
                 h = tiled_mma.make_fragment_A(
-                    tiled_mma.partition_shape_A((16, p.stages[i + 1].k_pad))
+                    tiled_mma.partition_shape_A((wt, p.stages[i + 1].k_pad))
                 )
-            for j in cutlass.range_constexpr(cute.size(acc)):
-                r = tCc[j][0]
-                c = tCc[j][1]
-                v = f32(0.0)
-                if c < s.n:
-                    v = acc[j]
-                    if cutlass.const_expr(s.b >= 0):
-                        v = v + mWf[s.b + c]
-                    for _op, arg in s.epilogue:  # (acts only: _check_warp_rows)
-                        v = _act(arg, v)
-                if cutlass.const_expr(i + 1 < n_st):
-                    h[j] = v.to(cutlass.Float16)
-                else:
-                    if r < nrows and c < s.n:
-                        mY[row0 + r, c] = v
+                # accumulator ((2, 2), mt, n / 8) -> A fragment ((2, 2, 2), mt, n / 16): value
+                # (i0, i1) of row tile m and 8 columns j is value (i0, i1, j % 2) of row tile m
+                # and k block j // 2 (the shapes checked here, the indices colexicographic)
+                if cutlass.const_expr(
+                    cute.size(acc) != 4 * mt * nb or cute.size(h) != cute.size(acc)
+                ):
+                    raise SpecError(f"{p.name}: stage {i}: unexpected MMA fragment shapes")
+            for m in cutlass.range_constexpr(mt):
+                for j in cutlass.range_constexpr(nb):
+                    for e in cutlass.range_constexpr(4):
+                        jc = e + 4 * (m + mt * j)
+                        r = tCc[jc][0]
+                        c = tCc[jc][1]
+                        v = f32(0.0)
+                        if c < s.n:
+                            v = acc[jc]
+                            if cutlass.const_expr(s.b >= 0):
+                                v = v + mWf[s.b + c]
+                            for _op, arg in s.epilogue:  # (acts only: _check_warp_rows)
+                                v = _act(arg, v)
+                        if cutlass.const_expr(not last):
+                            h[e + 4 * (j % 2) + 8 * (m + mt * (j // 2))] = v.to(cutlass.Float16)
+                        else:
+                            if r < nrows and c < s.n:
+                                mY[row0 + r, c] = v
 
     @cute.jit
     def run_stages(self, ctx):

@@ -93,7 +93,10 @@ def prepare(jobs: int, stamp: str) -> dict:
         # the whole chain's kernel in the warp-rows layout (--warp-rows on), checked and timed
         for name, (kind, r) in WARP_PACKAGES.items():
             if kind == k:
-                specs.append((name, [model, "--rows", str(r), "--warp-rows", "on"], False))
+                args = [model, "--rows", str(r), "--warp-rows", "on"]
+                if name.endswith("-warp16"):  # 16-row warp tiles where the plan takes 32
+                    args += ["--tile-rows", "16"]
+                specs.append((name, args, False))
         # timeline builds of the streaming kernel (rowfuse.bench.timeline reads them)
         for name, (kind, r) in TIMELINE_PACKAGES.items():
             if kind == k:
@@ -372,16 +375,18 @@ WIDE_PACKAGES = {
     "xl_gelu_ffn-64-wide": ("xl_gelu_ffn", 64),
 }
 
-# the whole chain's kernel in the warp-rows layout (--warp-rows on: each warp its own 16-row
-# tiles, the hidden values in registers), not auto's until it passes here: name -> (kind,
-# rows); the suite times each beside the plan's choice (the rowfuse-warp sibling)
+# the whole chain's kernel in the warp-rows layout (--warp-rows on: each warp its own tiles,
+# the hidden values in registers), not auto's until it passes here: name -> (kind, rows);
+# the suite times each beside the plan's choice (the rowfuse-warp sibling). The tiny MLP's
+# plan takes 32-row warp tiles; -warp16 is the same with 16 (the rowfuse-warp16 sibling).
 WARP_PACKAGES = {
-    f"{kind}-{rows}-warp": (kind, rows)
-    for kind, rs in (
-        ("tcnn_mlp", (7, 64, 1000, 16384, 1 << 20)),
-        ("mlp_head", (7, 64, 1000, 16384)),
+    f"{kind}-{rows}{sfx}": (kind, rows)
+    for kind, rs, sfxs in (
+        ("tcnn_mlp", (7, 64, 1000, 16384, 1 << 20), ("-warp", "-warp16")),
+        ("mlp_head", (7, 64, 1000, 16384), ("-warp",)),
     )
     for rows in rs
+    for sfx in sfxs
 }
 
 # timeline builds of the streaming kernel (--timeline: each block stamps the global timer at
