@@ -9,6 +9,7 @@ of $RF_BIN, else build/."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -51,3 +52,16 @@ def export(factory: str, rows: int, out: Path) -> Path:
     )
     assert p.returncode == 0, p.stderr[-3000:]
     return out
+
+
+def generator_refuses(tmp: Path, spec: dict, what: str) -> None:
+    """Runs the kernel generator on `spec` (a kernel_spec.json object) in a folder of tmp
+    and asserts that it fails naming `what` on stderr."""
+    d = tmp / what.replace(" ", "_")
+    d.mkdir()
+    (d / "kernel_spec.json").write_text(json.dumps(spec))
+    cmd = [sys.executable, "-m", "rowfuse.kernels.build", "--spec", str(d / "kernel_spec.json")]
+    p = subprocess.run(
+        cmd + ["--out", str(d), "--quiet"], capture_output=True, text=True, env=env()
+    )
+    assert p.returncode != 0 and what in p.stderr, (what, p.stderr[-600:])

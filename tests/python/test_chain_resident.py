@@ -10,15 +10,13 @@ from __future__ import annotations
 
 import copy
 import json
-import subprocess
-import sys
 
 import pytest
 
 pytest.importorskip("torch")
 pytest.importorskip("onnx")
 
-from cli_util import env, rowfuse  # noqa: E402
+from cli_util import generator_refuses, rowfuse  # noqa: E402
 from rowfuse import blocks  # noqa: E402
 from rowfuse.export import export  # noqa: E402
 
@@ -70,17 +68,6 @@ def test_larger_weights_keep_the_ring(tmp_path):
     assert all("w_smem" not in s for s in k["stages"])
 
 
-def _refused(tmp_path, spec, what):
-    d = tmp_path / what.replace(" ", "_")
-    d.mkdir()
-    (d / "kernel_spec.json").write_text(json.dumps(spec))
-    cmd = [sys.executable, "-m", "rowfuse.kernels.build", "--spec", str(d / "kernel_spec.json")]
-    p = subprocess.run(
-        cmd + ["--out", str(d), "--quiet"], capture_output=True, text=True, env=env()
-    )
-    assert p.returncode != 0 and what in p.stderr, (what, p.stderr[-600:])
-
-
 def test_the_generator_refuses_inconsistent_resident_weights(tmp_path):
     pytest.importorskip("cutlass")
     pkg, _ = _compile("tcnn_mlp", tmp_path, 64)
@@ -88,10 +75,10 @@ def test_the_generator_refuses_inconsistent_resident_weights(tmp_path):
     k = spec["kernels"][0]
     overlap = copy.deepcopy(k)
     overlap["stages"][1]["w_smem"] = overlap["stages"][0]["w_smem"]
-    _refused(tmp_path, dict(spec, kernels=[overlap]), "w_smem")
+    generator_refuses(tmp_path, dict(spec, kernels=[overlap]), "w_smem")
     past = copy.deepcopy(k)
     past["smem_bytes"] = past["weight_smem_offset"] + 128
-    _refused(tmp_path, dict(spec, kernels=[past]), "resident weights")
+    generator_refuses(tmp_path, dict(spec, kernels=[past]), "resident weights")
     seg = copy.deepcopy(k)
     seg["segment"] = {
         "index": 0,
@@ -109,4 +96,4 @@ def test_the_generator_refuses_inconsistent_resident_weights(tmp_path):
         v["global"] = (
             "x" if v["id"] == 0 else ("y" if v["id"] == len(seg["values"]) - 1 else "none")
         )
-    _refused(tmp_path, dict(spec, kernels=[seg]), "whole chain's kernel")
+    generator_refuses(tmp_path, dict(spec, kernels=[seg]), "whole chain's kernel")

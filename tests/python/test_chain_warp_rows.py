@@ -11,15 +11,13 @@ from __future__ import annotations
 
 import copy
 import json
-import subprocess
-import sys
 
 import pytest
 
 pytest.importorskip("torch")
 pytest.importorskip("onnx")
 
-from cli_util import env, rowfuse  # noqa: E402
+from cli_util import generator_refuses, rowfuse  # noqa: E402
 from rowfuse import blocks  # noqa: E402
 from rowfuse.export import export  # noqa: E402
 
@@ -85,17 +83,6 @@ def test_auto_and_chains_it_does_not_apply_to(tmp_path):
     assert "warp_rows" not in k and "not in warp rows: its weights are not resident" in out, out
 
 
-def _refused(tmp_path, spec, what):
-    d = tmp_path / what.replace(" ", "_")
-    d.mkdir()
-    (d / "kernel_spec.json").write_text(json.dumps(spec))
-    cmd = [sys.executable, "-m", "rowfuse.kernels.build", "--spec", str(d / "kernel_spec.json")]
-    p = subprocess.run(
-        cmd + ["--out", str(d), "--quiet"], capture_output=True, text=True, env=env()
-    )
-    assert p.returncode != 0 and what in p.stderr, (what, p.stderr[-600:])
-
-
 def test_the_generator_refuses_broken_warp_rows_specs(tmp_path):
     pytest.importorskip("cutlass")
     pkg, _ = _compile("mlp_head", tmp_path, 64, "--warp-rows", "on")
@@ -103,20 +90,20 @@ def test_the_generator_refuses_broken_warp_rows_specs(tmp_path):
     k = spec["kernels"][0]
     one = copy.deepcopy(k)
     one["x_buffers"] = 1
-    _refused(tmp_path, dict(spec, kernels=[one]), "x_buffers 2")
+    generator_refuses(tmp_path, dict(spec, kernels=[one]), "x_buffers 2")
     ring = copy.deepcopy(k)
     ring["weight_buffers"] = 2
-    _refused(tmp_path, dict(spec, kernels=[ring]), "with resident weights")
+    generator_refuses(tmp_path, dict(spec, kernels=[ring]), "with resident weights")
     res = copy.deepcopy(k)  # a residual of the first hidden value, which has no slot
     res["stages"][1]["epilogue"].append({"op": "add", "src": 1})
-    _refused(tmp_path, dict(spec, kernels=[res]), "warp_rows takes linears")
+    generator_refuses(tmp_path, dict(spec, kernels=[res]), "warp_rows takes linears")
     tile = copy.deepcopy(k)
     tile["tile_rows"] = 128  # 16-row warp tiles: 4 warps make 64
-    _refused(tmp_path, dict(spec, kernels=[tile]), "warp_tile_rows x warps")
+    generator_refuses(tmp_path, dict(spec, kernels=[tile]), "warp_tile_rows x warps")
     wide = copy.deepcopy(k)  # the head is 128 wide (padded): too wide for 32-row tiles
     wide["warp_tile_rows"] = 32
     wide["tile_rows"] = 128
-    _refused(tmp_path, dict(spec, kernels=[wide]), "a width above 64")
+    generator_refuses(tmp_path, dict(spec, kernels=[wide]), "a width above 64")
     slot = copy.deepcopy(k)
     slot["values"][1]["smem_offset"] = 0
-    _refused(tmp_path, dict(spec, kernels=[slot]), "in registers")
+    generator_refuses(tmp_path, dict(spec, kernels=[slot]), "in registers")
