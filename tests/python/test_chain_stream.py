@@ -159,16 +159,29 @@ def test_tma_ring(swiglu):
     assert facts["sass_local"] == 0
 
 
+def _waits_between_reads_and_release(ptx: str) -> list:
+    """For each MMA warp's release of a stage (its arrival on the empty mbarrier): whether
+    an mbarrier wait lies between the last ldmatrix before it and the arrival."""
+    out = []
+    for m in re.finditer(r"mbarrier\.arrive\.shared", ptx):
+        before = ptx[: m.start()]
+        out.append("mbarrier.try_wait.parity" in before[before.rfind("ldmatrix") :])
+    return out
+
+
 def test_tma_ring_planted_no_wait(swiglu):
-    """stream-ring-no-wait chooses the TMA ring and drops the MMA warps' waits on the full
-    mbarriers: the producer's waits on the empty ones remain, the arrivals too."""
+    """stream-ring-no-wait chooses the TMA ring and moves the MMA warps' waits on the full
+    mbarriers after their reads of the stage (before they give it back, so no copy is in
+    flight when it is refilled or the block exits): as many waits, the arrivals too, but a
+    wait between the reads and each release where the correct build has none."""
     tmp, model = swiglu
     *_, good = _compile(model, tmp / "tma-good", "--stream-tma", "on")
     _, _, k, _, ptx = _compile(model, tmp / "tma-nowait", "--plant-fault", "stream-ring-no-wait")
     assert k["weight_copy"] == "tma" and k["fault"] == "stream_ring_no_wait"
-    waits = ptx.count("mbarrier.try_wait.parity")
-    assert 0 < waits < good.count("mbarrier.try_wait.parity")
+    assert ptx.count("mbarrier.try_wait.parity") == good.count("mbarrier.try_wait.parity") > 0
     assert ptx.count("mbarrier.arrive.shared") == good.count("mbarrier.arrive.shared") > 0
+    late, on_time = _waits_between_reads_and_release(ptx), _waits_between_reads_and_release(good)
+    assert late and all(late) and on_time and not any(on_time), (late, on_time)
     assert len(re.findall(TMA_BOX, ptx)) == 3
 
 

@@ -59,8 +59,10 @@ Planted faults (tests of the checks only): stream_no_fence (neither fence, the c
 relaxed), stream_early_reduce (the reducers wait for blocks - 1 arrivals: the off-by-one
 that reads a partial before it is written), stream_no_reset (the last reader resets the
 read counter but not the arrivals, so the next launch's reducers pass their wait at once),
-stream_ring_no_wait (TMA ring only: the MMA warps read a stage without waiting on its full
-mbarrier, so before its bytes land; judged in a checking build too, whose ring starts as
+stream_ring_no_wait (TMA ring only: the MMA warps read a stage before waiting on its full
+mbarrier, so before its bytes land; they wait after reading, before giving the stage back,
+so that no copy is still in flight when the stage is refilled or the block exits, which
+would fault the launch rather than give a wrong Y; judged in a checking build too, whose ring starts as
 NaN each launch and whose producer spins check_delay clocks before each row tile's boxes,
 since the stages would otherwise hold the previous launch's equal weights, or the boxes land
 before the MMA warps first read). The reduction's faults are judged in a checking build
@@ -801,7 +803,13 @@ class StreamKernel(TileOps):
         mbarrier, after every lane's reads); cp.async: nothing (the next step's barrier)."""
         p = self.p
         if cutlass.const_expr(p.tma):
-            _, empty = self.mbarriers(ctx[10])
+            full, empty = self.mbarriers(ctx[10])
+            if cutlass.const_expr(p.fault == "stream_ring_no_wait"):
+                # the planted fault's wait, after the reads it should have come before: the
+                # stage's bytes still land before it is given back (no copy in flight into a
+                # stage being refilled or into a block that has exited)
+                g = g0 + t
+                self.wait(full + g % p.weight_buffers, (g // p.weight_buffers) % 2)
             cute.arch.sync_warp()
             with cute.arch.elect_one():
                 cute.arch.mbarrier_arrive(empty + (g0 + t) % p.weight_buffers)
