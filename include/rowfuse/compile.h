@@ -81,9 +81,10 @@ typedef struct rf_compile_options {
                            * where a row tile of the rows does not fit with X resident,
                            * and 96-column slices; -1 auto (off until checked on a GPU),
                            * 0 off, 1 on */
-    int warp_rows;        /* chain_mma's warp-rows layout (each warp its own 16-row tiles, the
-                           * hidden values in registers): -1 auto (off until checked on a
-                           * GPU), 0 off, 1 on where the chain allows it */
+    int warp_rows;        /* chain_mma's warp-rows layout (each warp its own row tiles, the
+                           * hidden values in registers): -1 auto (where the chain allows it
+                           * and the rows give every SM a warp tile), 0 off, 1 on where the
+                           * chain allows it */
     int stream_tma;       /* chain_stream's weight copies: -1 auto (the TMA ring where the
                            * weights outgrow the L2, else cp.async), 0 cp.async by every
                            * MMA thread, 1 TMA by a producer warp into an mbarrier ring */

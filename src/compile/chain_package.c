@@ -636,15 +636,30 @@ static rf_status_t compile_chain(const rf_chain_t *c, const rf_compile_options_t
     rf_chain_stream_plan_t sp;
     int stream = 0;
     RF_RETURN_IF_ERROR_PLAIN(rf_chain_stream_choose(c, o, rows, &t, mma, p, &sp, &stream));
-    /* the warp-rows layout of the whole chain's kernel (chain_plan.h), on request until a GPU
-     * run has checked it: where it applies, else the reason says why not; --tile-rows 16 or
-     * 32 sets its warp tiles */
-    if (!stream && !mma && o->warp_rows == 1) {
+    /* the warp-rows layout of the whole chain's kernel (chain_plan.h): on request where it
+     * applies, else the reason says why not (--tile-rows 16 or 32 sets its warp tiles); auto
+     * where it applies and every SM gets a warp tile (rows >= warp_tile_rows x SMs): below
+     * that the rows are too few warps' work and the block's warps splitting the columns
+     * win (measured on the tiny MLP and the MLP head, notes/kernels.md 2026-12-07 night) */
+    if (!stream && !mma && o->warp_rows != 0) {
         char why[160];
-        if (!rf_chain_plan_warp_rows(c, &t, o->tile_rows, p, why, sizeof why)) {
+        rf_chain_plan_t *q = malloc(sizeof *q);
+        if (!q)
+            return RF_ERR(RF_CODE_OUT_OF_MEMORY, "planning the warp-rows layout");
+        *q = *p;
+        int warp = rf_chain_plan_warp_rows(c, &t, o->tile_rows, q, why, sizeof why);
+        if (warp && o->warp_rows == -1 && rows < (int64_t)q->warp_tile_rows * t.sm_count) {
+            warp = 0;
+            snprintf(why, sizeof why, "auto: %lld rows give fewer %d-row warp tiles than SMs",
+                     (long long)rows, q->warp_tile_rows);
+        }
+        if (warp) {
+            *p = *q;
+        } else {
             size_t n = strlen(p->reason);
             snprintf(p->reason + n, sizeof p->reason - n, "; not in warp rows: %s", why);
         }
+        free(q);
     }
     if (o->timeline && !stream)
         return RF_ERR(RF_CODE_UNSUPPORTED,

@@ -416,3 +416,12 @@ def test_parametric_and_smooth_activations_match_and_agree(f, act, alpha, tmp_pa
 
     assert (np.abs(model(act) - ymx) <= bmx).all()
     assert (np.abs(model("relu") - ymx) > bmx).any()
+
+
+def test_every_kind_has_its_own_seed():
+    """blocks.SEED_ORDER names every kind once (a kind missing there could not be made),
+    with the kinds before the MLP head in alphabetical order, as their seeds always were."""
+    order = blocks.SEED_ORDER
+    assert sorted(order) == sorted(blocks.KINDS) and len(set(order)) == len(order)
+    first = order[: order.index("mlp_head")]
+    assert first == sorted(first)

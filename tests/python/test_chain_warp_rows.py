@@ -1,9 +1,9 @@
 """The warp-rows layout of the whole chain's kernel (chain_plan.h "warp rows", chain_mma.py),
 without a GPU: `--warp-rows on` gives a resident chain of linears with activations (the
-tiny-cuda-nn-style MLP, the MLP head) one warp per 16-row tile with the hidden values in
-registers: X alone has a slot (two tiles per warp), one block barrier in the PTX (after the
+tiny-cuda-nn-style MLP, the MLP head) one warp per 16- or 32-row tile with the hidden values
+in registers: X alone has a slot (two tiles per warp), one block barrier in the PTX (after the
 weights' load), one mma.sync per live 16 x 8 x 16 block, the hidden values converted to fp16
-in registers, nothing in local memory; auto leaves it out (not yet checked on a GPU); a chain
+in registers, nothing in local memory; auto takes it where every SM gets a warp tile; a chain
 it does not apply to keeps its plan and says why; the generator refuses a warp-rows spec that
 breaks its rules. Needs the rowfuse binary, torch + onnx and the CuTe DSL."""
 
@@ -74,10 +74,18 @@ def test_warp_rows_layout_and_ptx(tmp_path, kind, rows):
 
 
 def test_auto_and_chains_it_does_not_apply_to(tmp_path):
+    """auto takes the layout where every SM gets a warp tile (rows >= warp_tile_rows x
+    SMs), with the very spec --warp-rows on writes; below that, and for a chain it does not
+    apply to, the plan stays and says why."""
     pytest.importorskip("cutlass")
     pkg, out = _compile("tcnn_mlp", tmp_path, 16384)
+    on, _ = _compile("tcnn_mlp", tmp_path, 16384, "--warp-rows", "on")
     (k,) = json.loads((pkg / "plan.json").read_text())["kernels"]
-    assert "warp_rows" not in k and "warp rows" not in out
+    assert k["warp_rows"] == 1 and "warp rows" in out
+    assert (pkg / "kernel_spec.json").read_bytes() == (on / "kernel_spec.json").read_bytes()
+    pkg, out = _compile("tcnn_mlp", tmp_path, 1000)
+    (k,) = json.loads((pkg / "plan.json").read_text())["kernels"]
+    assert "warp_rows" not in k and "fewer 32-row warp tiles than SMs" in out, out
     pkg, out = _compile("res_mlp_gelu", tmp_path, 1000, "--schedule", "chain", "--warp-rows", "on")
     (k,) = json.loads((pkg / "plan.json").read_text())["kernels"]
     assert "warp_rows" not in k and "not in warp rows: its weights are not resident" in out, out
