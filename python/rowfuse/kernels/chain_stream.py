@@ -64,12 +64,12 @@ mbarrier, so before its bytes land; they wait after reading, before giving the s
 so that no copy is still in flight when the stage is refilled or the block exits, which
 would fault the launch rather than give a wrong Y; judged in a checking build too, whose
 ring starts as NaN each launch and whose producer spins check_delay clocks before each row
-tile's boxes, since the stages would otherwise hold the previous launch's equal weights, or
-the boxes land before the MMA warps first read). The reduction's faults are judged in a checking build
-(check_delay > 0: the last block's threads spin that many SM clocks before its first
-partial store of a row tile, while every other block runs ahead): a reducer that does not
-wait for every block's partial then reads the NaN the check writes into the partials before
-each replay rather than the previous launch's equal value.
+tile's boxes, since the stages would otherwise hold the previous launch's equal weights,
+or the boxes land before the MMA warps first read). The reduction's faults are judged in a
+checking build (check_delay > 0: the last block's threads spin that many SM clocks before
+its first partial store of a row tile, while every other block runs ahead): a reducer that
+does not wait for every block's partial then reads the NaN the check writes into the
+partials before each replay rather than the previous launch's equal value.
 """
 
 from __future__ import annotations
