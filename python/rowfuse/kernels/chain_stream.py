@@ -114,6 +114,12 @@ REDUCE_GROUP_MAX = 128
 FAULTS = ("", "stream_no_fence", "stream_early_reduce", "stream_no_reset", "stream_ring_no_wait")
 # The MMA warps' barrier (named; 0 is the whole block's)
 MMA_BARRIER = 1
+# the TMA ring's producer issues this many tiles of a row tile, then waits (named barrier
+# X_BARRIER, every thread of the block) until the MMA warps have X in shared memory: every
+# block's first burst of boxes would otherwise queue ahead of the few bytes of X in the
+# memory system, and the MMA warps would wait behind the whole grid's first ring fill
+X_LEAD = 2
+X_BARRIER = 2
 # Counters per row tile in the scratch: arrivals, reads
 COUNTERS_PER_TILE = 2
 # The weight copies: cp.async by every MMA thread, or TMA by a producer warp
@@ -714,6 +720,8 @@ class StreamKernel(TileOps):
             cute.arch.cp_async_commit_group()
             if cutlass.const_expr(p.tma):
                 cute.arch.cp_async_wait_group(0)
+                # this warp's part of X landed: the producer's boxes beyond X_LEAD may go
+                cute.arch.barrier_arrive(barrier_id=X_BARRIER, number_of_threads=p.mma_threads + 32)
             else:
                 for t in cutlass.range_constexpr(nbuf - 1):  # the first weights, before X
                     self.issue(ctx, t, xrows)
@@ -747,41 +755,56 @@ class StreamKernel(TileOps):
         """The producer warp: the block's tiles of this row tile (W1's, then W2's, the order
         `issue` and the MMA warps take them), tile t into stage (g0 + t) mod weight_buffers
         once every MMA warp has released that stage's previous tile; the full mbarrier
-        expects the tile's bytes (TMA counts a box's zero fill past K and N)."""
+        expects the tile's bytes (TMA counts a box's zero fill past K and N). After the
+        first X_LEAD tiles it waits until X is in shared memory (X_BARRIER)."""
         p = self.p
         mats = len(atoms) - 1
-        nbuf = p.weight_buffers
-        nk1 = p.x_cols // p.k_chunk1
-        nk2 = p.slice // p.k_chunk2
         n0 = bid * (p.slice // p.n_chunk1)  # the block's first n tile of W1
         k0 = bid * (p.slice // p.k_chunk2)  # the block's first k tile of W2
         bytes1 = mats * p.k_chunk1 * p.n_chunk1 * 2
         bytes2 = p.k_chunk2 * p.n_chunk2 * 2
         if cutlass.const_expr(p.check_delay > 0):
             check_spin(p.check_delay)  # a checking build: the row tile's boxes land late
-        for t in cutlass.range(p.tiles1 + p.tiles2, unroll=1):
-            g = g0 + t
-            st = g % nbuf
-            self.wait(empty + st, ((g // nbuf) % 2) ^ 1)
-            if t < p.tiles1:
-                nj = t // nk1
-                kj = t - nj * nk1
-                with cute.arch.elect_one():
-                    cute.arch.mbarrier_arrive_and_expect_tx(full + st, bytes1)
-                for m in cutlass.range_constexpr(mats):
-                    ps, pg = parts[m]
-                    cute.copy(atoms[m], pg[(None, n0 + nj, kj)], ps[(None, st)],
-                              tma_bar_ptr=full + st)  # fmt: skip
-            else:
-                u = t - p.tiles1
-                jj = u // nk2
-                kj = u - jj * nk2
-                j = (jj + bid) % p.n_chunks2
-                with cute.arch.elect_one():
-                    cute.arch.mbarrier_arrive_and_expect_tx(full + st, bytes2)
-                ps, pg = parts[mats]
-                cute.copy(atoms[mats], pg[(None, j, k0 + kj)], ps[(None, st)],
+        total = p.tiles1 + p.tiles2
+        lead = min(X_LEAD, total)
+        for t in cutlass.range(lead, unroll=1):
+            self.box(atoms, parts, full, empty, g0, t, bid, n0, k0, bytes1, bytes2)
+        # X is in shared memory (the MMA warps' arrival after its copy): the rest follows
+        cute.arch.barrier(barrier_id=X_BARRIER, number_of_threads=p.mma_threads + 32)
+        for t in cutlass.range(lead, total, unroll=1):
+            self.box(atoms, parts, full, empty, g0, t, bid, n0, k0, bytes1, bytes2)
+
+    @cute.jit
+    def box(self, atoms, parts, full, empty, g0, t, bid, n0, k0, bytes1, bytes2):
+        """The producer's tile t of the row tile (produce): its stage once released, the
+        full mbarrier armed with its bytes, its TMA box(es)."""
+        p = self.p
+        mats = len(atoms) - 1
+        nbuf = p.weight_buffers
+        nk1 = p.x_cols // p.k_chunk1
+        nk2 = p.slice // p.k_chunk2
+        g = g0 + t
+        st = g % nbuf
+        self.wait(empty + st, ((g // nbuf) % 2) ^ 1)
+        if t < p.tiles1:
+            nj = t // nk1
+            kj = t - nj * nk1
+            with cute.arch.elect_one():
+                cute.arch.mbarrier_arrive_and_expect_tx(full + st, bytes1)
+            for m in cutlass.range_constexpr(mats):
+                ps, pg = parts[m]
+                cute.copy(atoms[m], pg[(None, n0 + nj, kj)], ps[(None, st)],
                           tma_bar_ptr=full + st)  # fmt: skip
+        else:
+            u = t - p.tiles1
+            jj = u // nk2
+            kj = u - jj * nk2
+            j = (jj + bid) % p.n_chunks2
+            with cute.arch.elect_one():
+                cute.arch.mbarrier_arrive_and_expect_tx(full + st, bytes2)
+            ps, pg = parts[mats]
+            cute.copy(atoms[mats], pg[(None, j, k0 + kj)], ps[(None, st)],
+                      tma_bar_ptr=full + st)  # fmt: skip
 
     @cute.jit
     def take(self, ctx, g0, t, xrows):
