@@ -27,9 +27,9 @@ Environment: CHAINS_KINDS and CHAINS_ROWS narrow the set (comma-separated; here,
 prepared; there, which of the prepared cells the suite times), or CHAINS_CELLS=KIND:ROWS,...
 names the suite's cells exactly (there); CHAINS_COMPILES
 (default 2) is torch.compile's fresh compiles per shape, the fastest kept; CHAINS_CHECK=0
-skips the checks and the sanitizer, CHAINS_STREAM=0 the streaming figures, CHAINS_SUITE=0
-the Python suite (so that each can run in a command of its own where commands are
-time-limited).
+skips the checks and the sanitizer, CHAINS_STREAM=0 the streaming figures
+(CHAINS_STREAM_PACKAGES=NAME,... times only those), CHAINS_SUITE=0 the Python suite (so
+that each can run in a command of its own where commands are time-limited).
 """
 
 from __future__ import annotations
@@ -426,9 +426,12 @@ def _stream_figures(r: c.Run, d, m) -> None:
     evicted before every observation): weight bytes over the GPU span against the measured
     copy rate, into stream.json."""
     rows = []
+    only = [n for n in os.environ.get("CHAINS_STREAM_PACKAGES", "").split(",") if n]
     for name in sorted(m["packages"]):
         if name in FAULT_PACKAGES or name in STREAM_CHECK_BUILDS or name in TIMELINE_PACKAGES:
             continue  # checked, never timed
+        if only and name not in only:
+            continue  # CHAINS_STREAM_PACKAGES names the ones to time
             continue
         plan = c.read_json(c.PKGS / name / "plan.json") or {}
         kernel = (plan.get("kernels") or [{}])[0].get("name", "")
