@@ -53,6 +53,8 @@ static const rf_cli_command_t rf_commands[] = {
      "  --stream-wide auto|on|off   its forms for wide blocks: X streamed beside the first\n"
      "                     weights above 16-32 rows, 96-column slices (auto: off, not\n"
      "                     yet checked on a GPU)\n"
+     "  --stream-x-first auto|on|off   the TMA ring's producer waits for X after its\n"
+     "                     first tiles (auto: off, not yet checked on a GPU)\n"
      "  --warp-rows auto|on|off   the whole chain's kernel gives each warp its own row\n"
      "                     tiles, the hidden values in registers (a chain of linears with\n"
      "                     activations, widths up to 128; auto: where the rows give every\n"

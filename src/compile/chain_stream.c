@@ -276,6 +276,8 @@ rf_status_t rf_chain_stream_choose(const rf_chain_t *c, const rf_compile_options
         else if (ring.row_tiles <= s->row_tiles)
             *s = ring; /* (not where X streamed beside W1 saves a pass over the weights) */
     }
+    if (!st && s->tma && o->stream_x_first == 1)
+        s->x_lead = 2; /* (auto: off until a GPU run has checked it) */
     if (st && (forced || spelling)) {
         rf_status_free(mma);
         return rf_status_annotate(st, "--schedule chain-stream");
@@ -358,6 +360,8 @@ static void write_entry(rf_json_writer_t *w, const rf_chain_plan_t *p,
     rf_json_key_string(w, "weight_copy", s->tma ? "tma" : "cp_async");
     if (s->x_stream)
         rf_json_key_bool(w, "x_stream", 1);
+    if (s->x_lead)
+        rf_json_key_int(w, "x_lead", s->x_lead);
     if (s->tma)
         rf_json_key_int(w, "mbar_offset", s->mbar_offset);
     rf_chain_json_values(w, p, 0);

@@ -115,6 +115,9 @@ typedef struct rf_chain_stream_plan {
                     * into registers. Where a row tile of the rows does not fit with X
                     * resident (wide X above 16 rows), so the weights still stream once
                     * (the tile rule in rf_chain_stream_plan_make) */
+    int x_lead;    /* TMA: the producer issues this many tiles of a row tile, then waits until
+                    * X is in shared memory (every block's first ring fill would otherwise
+                    * queue ahead of X); 0: it does not wait (--stream-x-first) */
     int blocks;    /* the grid: one block per hidden slice */
     int64_t slice; /* hidden columns per block */
     int k_chunk1, n_chunk1, k_chunk2, n_chunk2, n_chunks2;

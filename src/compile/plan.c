@@ -23,6 +23,7 @@ void rf_compile_options_default(rf_compile_options_t *o) {
     o->stream_tma = -1;
     o->stream_wide = -1;
     o->warp_rows = -1;
+    o->stream_x_first = -1;
     o->grid = RF_GRID_AUTO;
     o->python = "python3";
 }

@@ -149,14 +149,9 @@ def test_tma_ring(swiglu):
     assert k["weight_copy"] == "tma" and k["threads"] == 32 * (k["warps"] + 1), out
     assert k["mbar_offset"] % 8 == 0 and k["weight_smem_offset"] % 1024 == 0
     assert "(TMA from a producer warp)" in out
-    # the producer's first X_LEAD tiles (W1's: Wg, Wu, armed as one tile), then the rest
-    # (Wg, Wu; W2), each armed with its tile's bytes
-    assert len(re.findall(TMA_BOX, ptx)) == 2 + 3
-    assert ptx.count("mbarrier.arrive.expect_tx.shared") == 1 + 2
-    # the producer waits for X after its first tiles; every MMA thread arrives once X landed
-    threads = k["threads"]
-    assert ptx.count(f"bar.sync \t2, {threads};") == 1, threads
-    assert ptx.count(f"bar.arrive 2, {threads};") == 1
+    assert len(re.findall(TMA_BOX, ptx)) == 3
+    assert ptx.count("mbarrier.arrive.expect_tx.shared") == 2  # a W1 tile, a W2 tile
+    assert "bar.arrive" not in ptx and "x_lead" not in k  # (--stream-x-first: below)
     assert ptx.count("mbarrier.init.shared") == 2 * k["weight_buffers"]
     assert "mbarrier.try_wait.parity" in ptx and "fence.proxy.async.shared::cta" in ptx
     assert ptx.count("mma.sync.aligned.m16n8k16") > 0 and "ldmatrix" in ptx
@@ -173,6 +168,23 @@ def _waits_between_reads_and_release(ptx: str) -> list:
         before = ptx[: m.start()]
         out.append("mbarrier.try_wait.parity" in before[before.rfind("ldmatrix") :])
     return out
+
+
+def test_tma_ring_x_first(swiglu):
+    """--stream-x-first on: the producer issues its first x_lead tiles (W1's: Wg, Wu, armed
+    as one tile), waits on a named barrier until every MMA thread has arrived there with X
+    in shared memory, then issues the rest (Wg, Wu; W2); auto leaves it out."""
+    tmp, model = swiglu
+    out, _, k, facts, ptx = _compile(
+        model, tmp / "tma-xfirst", "--stream-tma", "on", "--stream-x-first", "on"
+    )
+    assert k["weight_copy"] == "tma" and k["x_lead"] == 2, out
+    assert len(re.findall(TMA_BOX, ptx)) == 2 + 3
+    assert ptx.count("mbarrier.arrive.expect_tx.shared") == 1 + 2
+    threads = k["threads"]
+    assert ptx.count(f"bar.sync \t2, {threads};") == 1, threads
+    assert ptx.count(f"bar.arrive 2, {threads};") == 1
+    assert facts["sass_local"] == 0
 
 
 def test_tma_ring_planted_no_wait(swiglu):

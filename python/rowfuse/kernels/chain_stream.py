@@ -114,11 +114,10 @@ REDUCE_GROUP_MAX = 128
 FAULTS = ("", "stream_no_fence", "stream_early_reduce", "stream_no_reset", "stream_ring_no_wait")
 # The MMA warps' barrier (named; 0 is the whole block's)
 MMA_BARRIER = 1
-# the TMA ring's producer issues this many tiles of a row tile, then waits (named barrier
-# X_BARRIER, every thread of the block) until the MMA warps have X in shared memory: every
-# block's first burst of boxes would otherwise queue ahead of the few bytes of X in the
-# memory system, and the MMA warps would wait behind the whole grid's first ring fill
-X_LEAD = 2
+# the spec's x_lead (TMA ring): the producer issues that many tiles of a row tile, then
+# waits (named barrier X_BARRIER, every thread of the block) until the MMA warps have X in
+# shared memory: every block's first burst of boxes would otherwise queue ahead of the few
+# bytes of X in the memory system, and the MMA warps would wait behind the grid's first fill
 X_BARRIER = 2
 # Counters per row tile in the scratch: arrivals, reads
 COUNTERS_PER_TILE = 2
@@ -177,6 +176,7 @@ class StreamPlan:
     # (rows x_stride apart, after the weight tiles); the norm's statistics come from X in
     # global memory and the norm is applied to each chunk in registers (cp.async ring only)
     x_stream: bool = False
+    x_lead: int = 0
     # a timeline build: `stamps` global-timer stamps per block and row tile after the
     # tile's counters (chain_stream.h RF_STREAM_STAMPS says which); 0 = none
     stamps: int = 0
@@ -332,6 +332,7 @@ class StreamPlan:
             weight_copy=copy,
             mbar_offset=_int(k, "mbar_offset", name) if copy == "tma" else 0,
             x_stream=bool(k.get("x_stream", False)),
+            x_lead=int(k.get("x_lead", 0)),
             stamps=_int(k, "stamps", name) if k.get("timeline") else 0,
             **ints,
         )
@@ -393,6 +394,8 @@ class StreamPlan:
             ("h", self.h_offset, self.tile_rows * self.h_stride * 2, 16),
             ("stats", self.stats_offset, self.tile_rows * 8, 16),
         ]
+        if self.x_lead < 0 or (self.x_lead and not self.tma):
+            raise SpecError(f"{n}: x_lead {self.x_lead}: the TMA ring's producer only, >= 0")
         if self.x_stream:
             if self.tma:
                 raise SpecError(f"{n}: x_stream streams X through the cp.async ring only")
@@ -720,8 +723,11 @@ class StreamKernel(TileOps):
             cute.arch.cp_async_commit_group()
             if cutlass.const_expr(p.tma):
                 cute.arch.cp_async_wait_group(0)
-                # this warp's part of X landed: the producer's boxes beyond X_LEAD may go
-                cute.arch.barrier_arrive(barrier_id=X_BARRIER, number_of_threads=p.mma_threads + 32)
+                if cutlass.const_expr(p.x_lead > 0):
+                    # this warp's part of X landed: the producer's boxes past x_lead may go
+                    cute.arch.barrier_arrive(
+                        barrier_id=X_BARRIER, number_of_threads=p.mma_threads + 32
+                    )
             else:
                 for t in cutlass.range_constexpr(nbuf - 1):  # the first weights, before X
                     self.issue(ctx, t, xrows)
@@ -756,7 +762,8 @@ class StreamKernel(TileOps):
         `issue` and the MMA warps take them), tile t into stage (g0 + t) mod weight_buffers
         once every MMA warp has released that stage's previous tile; the full mbarrier
         expects the tile's bytes (TMA counts a box's zero fill past K and N). After the
-        first X_LEAD tiles it waits until X is in shared memory (X_BARRIER)."""
+        first x_lead tiles (where the spec has them) it waits until X is in shared memory
+        (X_BARRIER)."""
         p = self.p
         mats = len(atoms) - 1
         n0 = bid * (p.slice // p.n_chunk1)  # the block's first n tile of W1
@@ -766,11 +773,12 @@ class StreamKernel(TileOps):
         if cutlass.const_expr(p.check_delay > 0):
             check_spin(p.check_delay)  # a checking build: the row tile's boxes land late
         total = p.tiles1 + p.tiles2
-        lead = min(X_LEAD, total)
-        for t in cutlass.range(lead, unroll=1):
-            self.box(atoms, parts, full, empty, g0, t, bid, n0, k0, bytes1, bytes2)
-        # X is in shared memory (the MMA warps' arrival after its copy): the rest follows
-        cute.arch.barrier(barrier_id=X_BARRIER, number_of_threads=p.mma_threads + 32)
+        lead = min(p.x_lead, total)
+        if cutlass.const_expr(lead > 0):
+            for t in cutlass.range(lead, unroll=1):
+                self.box(atoms, parts, full, empty, g0, t, bid, n0, k0, bytes1, bytes2)
+            # X is in shared memory (the MMA warps' arrival after its copy): the rest follows
+            cute.arch.barrier(barrier_id=X_BARRIER, number_of_threads=p.mma_threads + 32)
         for t in cutlass.range(lead, total, unroll=1):
             self.box(atoms, parts, full, empty, g0, t, bid, n0, k0, bytes1, bytes2)
 

@@ -100,7 +100,15 @@ def prepare(jobs: int, stamp: str) -> dict:
         # timeline builds of the streaming kernel (rowfuse.bench.timeline reads them)
         for name, (kind, r) in TIMELINE_PACKAGES.items():
             if kind == k:
-                specs.append((name, [model, "--rows", str(r), "--timeline"], False))
+                args = [model, "--rows", str(r), "--timeline"]
+                if name.endswith("-xfirst"):
+                    args += XFIRST_ARGS
+                specs.append((name, args, False))
+        # the TMA ring with the producer waiting for X (--stream-x-first on), checked and
+        # timed (stream.json) beside auto's
+        for name, (kind, r) in XFIRST_PACKAGES.items():
+            if kind == k:
+                specs.append((name, [model, "--rows", str(r), *XFIRST_ARGS], False))
         # the streaming kernel with the other weight ring than the plan's at its rows
         rows_other, sfx, ring = OTHER_RING.get(k, ((), "", ""))
         for r in rows_other:
@@ -398,6 +406,18 @@ TIMELINE_PACKAGES = {
     "xl_gelu_ffn-1-timeline": ("xl_gelu_ffn", 1),
     "xl_gelu_ffn-16-timeline": ("xl_gelu_ffn", 16),
     "llama_ffn-64-timeline": ("llama_ffn", 64),
+    "llama_ffn-1-timeline-xfirst": ("llama_ffn", 1),
+    "xl_gelu_ffn-1-timeline-xfirst": ("xl_gelu_ffn", 1),
+}
+
+# the TMA ring whose producer waits for X after its first tiles (--stream-x-first on), not
+# auto's until it passes here: name -> (kind, rows); the H100 timeline of 2026-12-07 had X
+# ready only 9.6-17.6 us into the launch without it
+XFIRST_ARGS = ["--schedule", "chain-stream", "--stream-tma", "on", "--stream-x-first", "on"]
+XFIRST_PACKAGES = {
+    f"{kind}-{rows}-xfirst": (kind, rows)
+    for kind in ("llama_ffn", "xl_gelu_ffn")
+    for rows in (1, 4, 16)
 }
 
 
