@@ -387,10 +387,14 @@ int rf_chain_plan_warp_rows(const rf_chain_t *c, const rf_target_t *t, int warp_
     int last = c->n_values - 1;
     const char *rule = NULL;
     int at = -1;
+    int64_t widest = 0; /* the widest padded value or matmul output */
     if (p->first_stage != 0 || p->end_stage != c->n_stages || p->weight_buffers != 0)
         rule = "its weights are not resident in the whole chain's kernel";
     for (int s = 0; s < c->n_stages && !rule; s++) {
         const rf_chain_stage_t *st = &c->stages[s];
+        int64_t w = p->values[s].padded_width > p->stages[s].n_pad ? p->values[s].padded_width
+                                                                   : p->stages[s].n_pad;
+        widest = w > widest ? w : widest;
         at = s;
         if (st->op != RF_CHAIN_LINEAR || st->src != s)
             rule = "it is not a linear of the previous stage's output";
@@ -401,8 +405,7 @@ int rf_chain_plan_warp_rows(const rf_chain_t *c, const rf_target_t *t, int warp_
             (c->values[s + 1].dtype != RF_DTYPE_F16 ||
              p->stages[s].n_pad != p->stages[s + 1].k_pad))
             rule = "its output is not an fp16 operand of the next linear's whole k extent";
-        if (!rule && (p->values[s].padded_width > RF_CHAIN_WARP_ROWS_MAX ||
-                      p->stages[s].n_pad > RF_CHAIN_WARP_ROWS_MAX))
+        if (!rule && w > RF_CHAIN_WARP_ROWS_MAX)
             rule = "a width is above the registers' limit";
     }
     if (rule) {
@@ -414,16 +417,14 @@ int rf_chain_plan_warp_rows(const rf_chain_t *c, const rf_target_t *t, int warp_
         return 0;
     }
     enum { WARPS = 4 };
-    int64_t widest = 0;
-    for (int s = 0; s < c->n_stages; s++) {
-        if (p->values[s].padded_width > widest)
-            widest = p->values[s].padded_width;
-        if (p->stages[s].n_pad > widest)
-            widest = p->stages[s].n_pad;
-    }
     int wt = warp_tile_rows ? warp_tile_rows : widest <= RF_CHAIN_WARP_ROWS_PAIR_MAX ? 32 : 16;
     if (wt != 16 && wt != 32) {
         snprintf(why, why_size, "warp tiles of %d rows (16 or 32)", wt);
+        return 0;
+    }
+    if (wt == 32 && widest > RF_CHAIN_WARP_ROWS_PAIR_MAX) {
+        snprintf(why, why_size, "32-row warp tiles take widths up to %d (this chain: %lld)",
+                 RF_CHAIN_WARP_ROWS_PAIR_MAX, (long long)widest);
         return 0;
     }
     int64_t x_slot = 2 * (int64_t)wt * WARPS * p->values[0].row_stride * 2;

@@ -434,6 +434,9 @@ static void test_warp_rows(void) {
     CHECK(rf_chain_plan_warp_rows(c, &t, 0, p, why, sizeof why) == 1);
     CHECK(p->warp_rows && p->x_buffers == 2 && p->warps == 4 && p->tile_rows == 64 &&
           p->warp_tile_rows == 16); /* 128 wide (padded): one MMA row tile a warp */
+    CHECK_OK(rf_chain_plan_make(c, 100000, &t, 0, q)); /* 32-row tiles forced: too wide */
+    CHECK(rf_chain_plan_warp_rows(c, &t, 32, q, why, sizeof why) == 0 && !q->warp_rows &&
+          strstr(why, "up to 64"));
     CHECK(p->values[0].smem_offset == 0 &&
           p->values[0].slot_bytes == 2 * 64 * p->values[0].row_stride * 2);
     for (int v = 1; v < c->n_values; v++)
