@@ -46,9 +46,8 @@ one's is the previous accumulator tile, activated in fp32 and rounded to fp16 in
 fragment of k block k: warp_chain maps one onto the other by their coordinates). Y is
 stored from the last accumulators. X's slot holds x_buffers (2) tiles of tile_rows = WT x
 warps rows, each warp its WT rows of each: the warp stages its next tile's X (cp.async)
-before it computes the current one. After the
-weights' load one block barrier; warp barriers only after that. The arithmetic is the
-resident kernel's, in the same order.
+before it computes the current one. After the weights' load one block barrier; warp
+barriers only after that. The arithmetic is the resident kernel's, in the same order.
 
 The weight ring: buffer b (b < weight_buffers) starts at weight_smem_offset + b * RB bytes,
 where RB is the largest over the linear and gated stages of mats * k_chunk *
@@ -409,6 +408,13 @@ class ChainPlan:
                 "slices": _int(sg, "slices", where),
                 "slice_chunks": _int(sg, "slice_chunks", where),
             }
+        warp = {}
+        if "warp_rows" in k:
+            warp = {
+                "warp_rows": bool(_int(k, "warp_rows", name)),
+                "x_buffers": _int(k, "x_buffers", name),
+                "warp_tile_rows": _int(k, "warp_tile_rows", name),
+            }
         plan = cls(
             name=name,
             in_width=_int(k, "in_width", name),
@@ -422,9 +428,7 @@ class ChainPlan:
             weight_buffers=_int(k, "weight_buffers", name),
             smem_pad=smem_pad,
             fault=k.get("fault", ""),
-            warp_rows=bool(_int(k, "warp_rows", name)) if "warp_rows" in k else False,
-            x_buffers=_int(k, "x_buffers", name) if "warp_rows" in k else 0,
-            warp_tile_rows=_int(k, "warp_tile_rows", name) if "warp_rows" in k else 0,
+            **warp,
             **seg,
         )
         if _int(k, "threads", name) != plan.threads:
@@ -570,8 +574,9 @@ class ChainPlan:
 
     def _check_warp_rows(self) -> None:
         """The warp-rows layout (module docstring): a resident whole chain of linears, each
-        the previous one's consumer with at most an activation after it, 16 rows a warp,
-        every hidden value fp16 in registers, widths within WARP_ROWS_MAX."""
+        the previous one's consumer with at most an activation after it, 16 or 32 rows a
+        warp tile, every hidden value fp16 in registers, widths within WARP_ROWS_MAX (32-row
+        tiles: WARP_ROWS_PAIR_MAX)."""
         n, vals, sts = self.name, self.values, self.stages
         if self.segment or not self.resident or self.x_buffers != 2:
             raise SpecError(
@@ -885,43 +890,31 @@ class ChainKernel(TileOps):
         first = bid * p.warps + warp
         step = nblk * p.warps
         if first < ntiles:
-            self.stage(
-                mX,
-                xs[None, None, warp, 0],
-                first * wt,
-                rows - first * wt,
-                0,
-                p.in_width,
-                wt,
-                x.padded_width,
-                self.vx,
-                lane,
-                32,
-            )
+            self.stage_warp_x(mX, xs[None, None, warp, 0], first, rows, lane)
         cute.arch.cp_async_commit_group()
         buf = cutlass.Int32(0)
         for t in cutlass.range(first, ntiles, step, unroll=1):
             nxt = t + step
             cute.arch.sync_warp()  # every lane is done with the other buffer's tile
             if nxt < ntiles:
-                self.stage(
-                    mX,
-                    xs[None, None, warp, 1 - buf],
-                    nxt * wt,
-                    rows - nxt * wt,
-                    0,
-                    p.in_width,
-                    wt,
-                    x.padded_width,
-                    self.vx,
-                    lane,
-                    32,
-                )
+                self.stage_warp_x(mX, xs[None, None, warp, 1 - buf], nxt, rows, lane)
             cute.arch.cp_async_commit_group()
             cute.arch.cp_async_wait_group(1)
             cute.arch.sync_warp()
             self.warp_chain(xs[None, None, warp, buf], mWf, mY, base, t * wt, rows - t * wt, mm)
             buf = 1 - buf
+
+    @cute.jit
+    def stage_warp_x(self, mX, dst, tile, rows, lane):
+        """X's warp tile `tile` (rows [wt tile, wt tile + wt)) into dst by this warp's lanes
+        (cp.async, zero outside the rows and C; the caller commits)."""
+        p = self.p
+        wt = p.warp_tile_rows
+        x = p.values[0]
+        self.stage(
+            mX, dst, tile * wt, rows - tile * wt, 0, p.in_width, wt, x.padded_width, self.vx,
+            lane, 32,
+        )  # fmt: skip
 
     @cute.jit
     def warp_chain(self, sX, mWf, mY, base, row0, nrows, mm):
