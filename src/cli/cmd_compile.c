@@ -64,6 +64,7 @@ static const compile_option_t compile_options[] = {
     {"--stream-wide", VALUE_TRI, FIELD(o.stream_wide), 0, 0},
     {"--warp-rows", VALUE_TRI, FIELD(o.warp_rows), 0, 0},
     {"--stream-x-first", VALUE_TRI, FIELD(o.stream_x_first), 0, 0},
+    {"--weight-buffers", VALUE_INT, FIELD(o.weight_buffers), 1, 16},
     {"--grid", VALUE_GRID, FIELD(o.grid), 0, 0},
     {"--min-blocks", VALUE_INT, FIELD(o.min_blocks), 0, 32},
     {"--max-grid", VALUE_INT, FIELD(o.max_grid), 0, 1 << 30},

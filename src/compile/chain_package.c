@@ -661,6 +661,14 @@ static rf_status_t compile_chain(const rf_chain_t *c, const rf_compile_options_t
         }
         free(q);
     }
+    /* a deeper weight ring on request (--weight-buffers) where the weights stream */
+    if (!stream && !mma && o->weight_buffers > 0 && p->weight_buffers > 0) {
+        int now = rf_chain_plan_ring_depth(p, &t, o->weight_buffers);
+        size_t n = strlen(p->reason);
+        snprintf(p->reason + n, sizeof p->reason - n,
+                 "; then %d weight buffers (--weight-buffers %d): %lld bytes of shared memory", now,
+                 o->weight_buffers, (long long)p->smem_bytes);
+    }
     if (o->timeline && !stream)
         return RF_ERR(RF_CODE_UNSUPPORTED,
                       "--timeline stamps the weight-streaming kernel's phases; this chain's "

@@ -454,6 +454,21 @@ int rf_chain_plan_warp_rows(const rf_chain_t *c, const rf_target_t *t, int warp_
     return 1;
 }
 
+int rf_chain_plan_ring_depth(rf_chain_plan_t *p, const rf_target_t *t, int buffers) {
+    if (p->weight_buffers < 1 || p->ring_bytes <= 0)
+        return p->weight_buffers;
+    if (buffers > RF_CHAIN_MAX_BUFFERS)
+        buffers = RF_CHAIN_MAX_BUFFERS;
+    while (buffers > p->weight_buffers &&
+           p->weight_smem_offset + buffers * p->ring_bytes > t->smem_per_block)
+        buffers--;
+    if (buffers > p->weight_buffers) {
+        p->weight_buffers = buffers;
+        p->smem_bytes = p->weight_smem_offset + buffers * p->ring_bytes;
+    }
+    return p->weight_buffers;
+}
+
 rf_status_t rf_chain_plan_make(const rf_chain_t *c, int64_t rows, const rf_target_t *t,
                                int tile_rows, rf_chain_plan_t *p) {
     if (!c || c->n_stages < 1) {

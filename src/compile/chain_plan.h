@@ -17,8 +17,9 @@
  *              a value whose lifetime (producing stage .. last reading stage) does not
  *              overlap; Y (the last value) goes from registers to global (smem_offset -1).
  *   ring       weight_smem_offset = end of the value slots (128-aligned); each of the
- *              weight_buffers (2, or 1 when 2 do not fit) holds the largest W tile of any
- *              stage: mats x k_chunk x (n_chunk + RF_SMEM_ROW_PAD) fp16 (mats 2 for gated).
+ *              weight_buffers (2, or 1 when 2 do not fit; deeper on request,
+ *              rf_chain_plan_ring_depth) holds the largest W tile of any stage:
+ *              mats x k_chunk x (n_chunk + RF_SMEM_ROW_PAD) fp16 (mats 2 for gated).
  *   resident   the whole chain's kernel whose weights take at most RF_CHAIN_RESIDENT_MAX
  *              bytes keeps them all in shared memory instead (weight_buffers 0): each stage's
  *              W at its w_smem (bytes from weight_smem_offset, 128-aligned, in stage order),
@@ -74,6 +75,9 @@ typedef struct rf_chain_value_plan {
  * registers a thread; and the widest with 32-row warp tiles (32 x 64: 64 registers). */
 #define RF_CHAIN_WARP_ROWS_MAX 128
 #define RF_CHAIN_WARP_ROWS_PAIR_MAX 64
+/* The deepest weight ring of a chain_mma kernel (rf_chain_plan_ring_depth; the generator's
+ * MAX_BUFFERS) */
+#define RF_CHAIN_MAX_BUFFERS 16
 
 typedef struct rf_chain_stage_plan {
     int64_t w_smem; /* resident weights (weight_buffers 0): bytes from weight_smem_offset */
@@ -99,7 +103,7 @@ typedef struct rf_chain_plan {
     rf_chain_stage_plan_t stages[RF_CHAIN_MAX_STAGES];
     int64_t wh_elems, wf_elems;
     int64_t aux_row; /* the conventional schedule's scratch, fp16 elements per row; else 0 */
-    char reason[256];
+    char reason[384];
     /* facts from the generator and the grid rule */
     int registers, local_ops, blocks_per_sm, grid_balanced;
     char generator[128];
@@ -115,6 +119,13 @@ int rf_chain_stage_reads(const rf_chain_stage_t *s, int *out);
  * 32 or 64 (UNSUPPORTED when that tile does not fit). No file is touched. */
 rf_status_t rf_chain_plan_make(const rf_chain_t *c, int64_t rows, const rf_target_t *t,
                                int tile_rows, rf_chain_plan_t *out_plan);
+
+/* Deepens the weight ring of plan p (one that streams its weights: weight_buffers 1 or 2)
+ * to `buffers` buffers, or to the deepest below that which fits target t's shared memory,
+ * at most RF_CHAIN_MAX_BUFFERS: the ring then runs that many tiles minus one ahead within a
+ * stage (python/rowfuse/kernels/chain_mma.py), so one block has more weight bytes in
+ * flight. Returns the depth p has after (unchanged where resident or already as deep). */
+int rf_chain_plan_ring_depth(rf_chain_plan_t *p, const rf_target_t *t, int buffers);
 
 /* Lays out the whole chain's plan p (rf_chain_plan_make's, resident) in the warp-rows layout
  * (above) with warp tiles of warp_tile_rows rows (0: the rule above, else 16 or 32) and

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -188,6 +189,28 @@ CHAINS = [
         y_slot=True,
         nchunk=32,
     ),
+    # the pre-LN FFN through a ring of 6 weight buffers: W1's 4 n chunks of one k chunk
+    # each, then W2's 4 k chunks (unrolled)
+    make_spec(
+        "chain_ring",
+        64,
+        [
+            {"op": "norm", "kind": "layernorm"},
+            {"op": "linear", "n": 256, "epilogue": [{"op": "act", "fn": "gelu_erf"}]},
+            {"op": "linear", "n": 64, "epilogue": [{"op": "add", "src": 0}]},
+        ],
+        nbuf=6,
+    ),
+    # a gated stage of 5 k chunks (a loop, beyond UNROLL_K) through a ring of 5 buffers
+    make_spec(
+        "chain_ring_loop",
+        320,
+        [
+            {"op": "gated", "n": 128, "fn": "silu"},
+            {"op": "linear", "n": 320, "bias": False, "epilogue": [{"op": "add", "src": 0}]},
+        ],
+        nbuf=5,
+    ),
 ]
 
 
@@ -201,7 +224,9 @@ def expected_counts(k: dict) -> tuple[int, int]:
     column and unrolled k chunks, the m16n8 tiles whose 8 columns all lie at or past n are
     never stored, and the compiler drops their mma (a head of N = 1 keeps one of its two).
     Barriers: one after X is staged, two per k chunk of a matmul in the code (operands
-    landed; buffer free), one after every other stage, one after Y leaves shared memory."""
+    landed; buffer free) with one or two weight buffers, one per k chunk in the code and one
+    closing the stage with a deeper ring, one after every other stage, one after Y leaves
+    shared memory."""
     tm, warps = k["tile_rows"], k["warps"]
     wm = max(d for d in range(1, tm // 16 + 1) if (tm // 16) % d == 0 and d <= warps)
     mma, bar = 0, 1
@@ -217,7 +242,7 @@ def expected_counts(k: dict) -> tuple[int, int]:
                 atoms = sum(1 for j in range(atoms) if 8 * j < s["n"])
             per_k = (s["k_chunk"] // 16) * (tm // (16 * wm)) * atoms
             mma += (2 if s["op"] == "gated" else 1) * nk * per_k
-            bar += 2 * nk
+            bar += 2 * nk if k["weight_buffers"] <= 2 else nk + 1
         else:
             bar += 1
     if k["values"][-1]["smem_offset"] >= 0:
@@ -271,6 +296,25 @@ def test_ptx_holds_the_stages_mma_and_barriers(built, k):
     assert ptx.count("bar.sync") == bar == info["ptx_bar_sync"]
     assert info["ptx_ldmatrix"] >= 1 and info["registers"] and info["registers"] <= 255
     assert info.get("sass_local", 0) == 0, "the kernel spills to local memory"
+
+
+@pytest.mark.parametrize("name", ["chain_ring", "chain_ring_loop"])
+def test_deep_ring_waits_for_its_oldest_tile(built, name):
+    """A ring of B buffers keeps B - 2 cp.async groups in flight at each tile's wait (one per
+    k chunk in the code), after B - 1 groups issued as each matmul stage starts; the
+    double-buffered kernels wait for all but one."""
+    pkg, facts = built
+    k = next(c for c in CHAINS if c["name"] == name)
+    b = k["weight_buffers"]
+    ptx = (pkg / facts[name]["files"]["ptx"]).read_text()
+    mms = [s for s in k["stages"] if s["op"] in ("linear", "gated")]
+    in_code = [min(s["k_pad"] // s["k_chunk"], cm.UNROLL_K + 1) for s in mms]
+    in_code = [n if n <= cm.UNROLL_K else 1 for n in in_code]
+    waits = re.findall(r"cp\.async\.wait_group\s+(\d+);", ptx)
+    assert waits.count(str(b - 2)) == sum(in_code) and set(waits) <= {"0", str(b - 2)}
+    assert ptx.count("cp.async.commit_group") >= len(mms) * (b - 1) + sum(in_code)
+    two = (pkg / facts["chain_preln"]["files"]["ptx"]).read_text()
+    assert set(re.findall(r"cp\.async\.wait_group\s+(\d+);", two)) == {"0", "1"}
 
 
 def test_norms_reduce_with_warp_shuffles(built):

@@ -489,12 +489,49 @@ static void test_warp_rows(void) {
     free(q);
 }
 
+/* rf_chain_plan_ring_depth: a streamed plan's ring deepens to the depth asked, capped by
+ * RF_CHAIN_MAX_BUFFERS and by the target's shared memory (the layout rules still hold); a
+ * resident plan and a shallower request leave the plan as it was. */
+static void test_ring_depth(void) {
+    rf_rng_t rng;
+    rf_target_t t;
+    CHECK_OK(rf_target_lookup("h200", &t));
+    rf_rng_seed(&rng, 47);
+    rf_chain_plan_t *p = calloc(1, sizeof *p), *was = calloc(1, sizeof *was);
+    const int64_t big[] = {128, 256, 128, 256, 128};
+    rf_chain_t *c = mlp_chain(&rng, big, 4);
+    CHECK_OK(rf_chain_plan_make(c, 1000, &t, 0, p));
+    CHECK(p->weight_buffers == 2 && p->ring_bytes > 0);
+    *was = *p;
+    CHECK(rf_chain_plan_ring_depth(p, &t, 1) == 2 && p->smem_bytes == was->smem_bytes);
+    CHECK(rf_chain_plan_ring_depth(p, &t, 6) == 6);
+    CHECK(p->smem_bytes == p->weight_smem_offset + 6 * p->ring_bytes && layout_ok(p));
+    CHECK(rf_chain_plan_ring_depth(p, &t, 99) == RF_CHAIN_MAX_BUFFERS && layout_ok(p));
+    /* a target with less shared memory: the deepest that fits */
+    rf_target_t small = t;
+    small.smem_per_block = (int)(was->weight_smem_offset + 5 * was->ring_bytes + 100);
+    *p = *was;
+    CHECK(rf_chain_plan_ring_depth(p, &small, 12) == 5 && p->smem_bytes <= small.smem_per_block);
+    rf_chain_destroy(c);
+    /* resident weights: no ring to deepen */
+    const int64_t tiny[] = {32, 64, 16};
+    c = mlp_chain(&rng, tiny, 2);
+    CHECK_OK(rf_chain_plan_make(c, 1000, &t, 0, p));
+    *was = *p;
+    CHECK(p->weight_buffers == 0 && rf_chain_plan_ring_depth(p, &t, 8) == 0);
+    CHECK(p->smem_bytes == was->smem_bytes);
+    rf_chain_destroy(c);
+    free(p);
+    free(was);
+}
+
 int main(void) {
-    printf("seeds 31, 5, 11..13, 41, 43\n");
+    printf("seeds 31, 5, 11..13, 41, 43, 47\n");
     test_layout_and_roundtrip();
     test_tiles_and_fit();
     test_mlp_as_chain();
     test_conventional_segments();
     test_warp_rows();
+    test_ring_depth();
     return rf_test_finish();
 }

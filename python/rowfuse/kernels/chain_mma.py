@@ -10,7 +10,7 @@ Per row tile (`tile_rows` rows; grid-stride over tiles):
   1. X is staged into value 0's shared-memory slot (fp16), zero outside [rows, C].
   2. Each stage in order, with a block barrier after it:
      - linear: dst = src @ W (+ b), then the fused epilogue (act / add / mul) in fp32 on
-       the accumulator. W streams through the double-buffered cp.async ring in tiles of
+       the accumulator. W streams through the cp.async ring in tiles of
        [k_chunk x n_chunk] (zero-filled outside [K, N]); ldmatrix + mma.sync m16n8k16
        (fp16 in, fp32 accumulators), one n chunk at a time, k chunks innermost (unrolled
        up to UNROLL_K, a loop beyond).
@@ -53,7 +53,17 @@ The weight ring: buffer b (b < weight_buffers) starts at weight_smem_offset + b 
 where RB is the largest over the linear and gated stages of mats * k_chunk *
 (n_chunk + smem_row_pad) * 2 (mats = 1 for linear, 2 for gated: Wg's tile then Wu's); a
 tile is stored K-major rows of n_chunk + smem_row_pad fp16 (the pad against ldmatrix bank
-conflicts). The planner counts the same bytes (ring_bytes() below states the rule).
+conflicts). The planner counts the same bytes (ring_bytes() below states the rule). With
+one or two buffers a stage's first tile is issued as the stage starts and each tile costs
+two block barriers (the next tile is issued into the other buffer while this one is
+multiplied). With more, the ring runs weight_buffers - 1 tiles ahead within a stage: its
+first weight_buffers - 1 tiles are issued as the stage starts, one cp.async group each;
+tile t waits until only the newer weight_buffers - 2 groups are in flight, passes one
+block barrier (every warp has read tile t - 1), issues tile t + weight_buffers - 1 into the
+buffer tile t - 1 used, and is multiplied; a barrier closes the stage (its epilogue's
+stores visible, every buffer read before the next stage refills them). One block pulls its
+weights from the L2 at about the bytes it has in flight per memory latency, so the depth
+sets how fast a block whose weights do not stay resident can go.
 
 Warp layout: warps_m = tile_rows / 16 warps along the rows when `warps` allows (else the
 largest divisor of tile_rows / 16 not above `warps`), warps_n = warps / warps_m along the
@@ -123,6 +133,8 @@ NORMS = {"layernorm": ("eps", "gamma", "beta"), "rmsnorm": ("eps", "gamma"), "so
 EPILOGUE_OPS = ("act", "add", "mul")
 # k chunks of a matmul stage unrolled; more are a loop (compile time and code size)
 UNROLL_K = 4
+# The deepest weight ring the generator composes (the planner's RF_CHAIN_MAX_BUFFERS)
+MAX_BUFFERS = 16
 # the warp-rows layout's widest value, and with 32-row warp tiles (src/compile/chain_plan.h's
 # RF_CHAIN_WARP_ROWS_MAX and RF_CHAIN_WARP_ROWS_PAIR_MAX)
 WARP_ROWS_MAX = 128
@@ -444,10 +456,12 @@ class ChainPlan:
         tiles = (16, 32, 64) if not self.warp_rows else (64, 128)  # (warp rows: 4 warp tiles)
         if self.tile_rows not in tiles or not 1 <= self.warps <= 32:
             raise SpecError(f"{n}: tile_rows {self.tile_rows} / warps {self.warps} unsupported")
-        if self.weight_buffers not in (0, 1, 2) or (self.weight_buffers == 0 and self.segment):
+        if not 0 <= self.weight_buffers <= MAX_BUFFERS or (
+            self.weight_buffers == 0 and self.segment
+        ):
             raise SpecError(
-                f"{n}: weight_buffers {self.weight_buffers}; expected 1 or 2, or 0 (resident "
-                "weights) in the whole chain's kernel"
+                f"{n}: weight_buffers {self.weight_buffers}; expected 1 to {MAX_BUFFERS}, or 0 "
+                "(resident weights) in the whole chain's kernel"
             )
         f0 = self.first_stage
         if (
@@ -1214,14 +1228,31 @@ class ChainKernel(TileOps):
             if nj1 > nn:
                 nj1 = nn
             span = (nj0, nj1)
-        # the first W tile
-        for m in cutlass.range_constexpr(s.mats):
-            self.stage(
-                gws[m], rings[m][None, None, 0], 0, s.k, nj0 * nc, s.n - nj0 * nc, kc, nc, vw, tid
-            )
-        if cutlass.const_expr(s.a_stream):
-            self.stage_a(ctx, s, 0, 0)
-        cute.arch.cp_async_commit_group()
+        if cutlass.const_expr(p.weight_buffers <= 2):
+            # the first W tile
+            for m in cutlass.range_constexpr(s.mats):
+                self.stage(
+                    gws[m],
+                    rings[m][None, None, 0],
+                    0,
+                    s.k,
+                    nj0 * nc,
+                    s.n - nj0 * nc,
+                    kc,
+                    nc,
+                    vw,
+                    tid,
+                )
+            if cutlass.const_expr(s.a_stream):
+                self.stage_a(ctx, s, 0, 0)
+            cute.arch.cp_async_commit_group()
+        else:
+            # the ring's first weight_buffers - 1 tiles, one cp.async group each (empty past
+            # the block's last tile)
+            for t in cutlass.range_constexpr(p.weight_buffers - 1):
+                if t < (nj1 - nj0) * nk:
+                    self.ring_tile(ctx, s, gws, rings, vw, nj0 + t // nk, t % nk, t)
+                cute.arch.cp_async_commit_group()
         for nj in cutlass.range(nj0, nj1, unroll=1):
             accs = [
                 tiled_mma.make_fragment_C(tiled_mma.partition_shape_C((tm, nc)))
@@ -1253,7 +1284,19 @@ class ChainKernel(TileOps):
             nj_rel, nj_first, nj_end = nj - span[0], span[0], span[1]
         nbuf = p.weight_buffers
         buf = 0
-        if cutlass.const_expr(nbuf == 2):
+        if cutlass.const_expr(nbuf > 2):
+            # the ring: tile t of the stage is cp.async group t; wait for it (the newer
+            # nbuf - 2 stay in flight), one barrier (every warp has read tile t - 1), then
+            # tile t + nbuf - 1 into the buffer tile t - 1 used
+            t = nj_rel * nk + kj
+            buf = t % nbuf
+            cute.arch.cp_async_wait_group(nbuf - 2)
+            cute.arch.sync_threads()
+            tn = t + nbuf - 1
+            if tn < (nj_end - nj_first) * nk:
+                self.ring_tile(ctx, s, gws, rings, vw, nj_first + tn // nk, tn % nk, tn)
+            cute.arch.cp_async_commit_group()  # (empty past the stage's last tile)
+        elif cutlass.const_expr(nbuf == 2):
             buf = (nj_rel * nk + kj) % 2
             # prefetch the next tile into the other buffer (last read one tile ago,
             # before that tile's closing barrier)
@@ -1328,7 +1371,8 @@ class ChainKernel(TileOps):
                         self.stage_a(ctx, s, 0, 0)
             cute.arch.cp_async_commit_group()
             cute.arch.cp_async_wait_group(0)
-        cute.arch.sync_threads()
+        if cutlass.const_expr(nbuf <= 2):
+            cute.arch.sync_threads()
         if tid < active:
             if cutlass.const_expr(s.a_stream):
                 # the streamed input's tile of k chunk kj, in this ring buffer
@@ -1351,9 +1395,38 @@ class ChainKernel(TileOps):
                 self.mma(tiled_mma, thr_mma, thr_a, thr_b, sA, sB, accs[m])
             if kj == nk - 1:
                 self.mm_epilogue(ctx, s, accs, tCc, nj * nc)
-        # every warp is done with this buffer (and, after the last tile, the
-        # epilogue's stores are visible to the next stage)
-        cute.arch.sync_threads()
+        if cutlass.const_expr(nbuf <= 2):
+            # every warp is done with this buffer (and, after the last tile, the
+            # epilogue's stores are visible to the next stage)
+            cute.arch.sync_threads()
+        elif kj == nk - 1:
+            if nj_rel == nj_end - nj_first - 1:
+                # the stage's last tile: its epilogue's stores visible to the next stage,
+                # and every buffer read before the next stage's first tiles refill them
+                cute.arch.sync_threads()
+
+    @cute.jit
+    def ring_tile(self, ctx, s: cutlass.Constexpr, gws, rings, vw, nj, kj, t):
+        """Tile t of stage s (n chunk nj, k chunk kj) into ring buffer t mod weight_buffers:
+        W's tiles (zero outside [K, N]) and a streamed input's k chunk, in the caller's
+        cp.async group."""
+        kc, nc = s.k_chunk, s.n_chunk
+        b = t % self.p.weight_buffers
+        for m in cutlass.range_constexpr(s.mats):
+            self.stage(
+                gws[m],
+                rings[m][None, None, b],
+                kj * kc,
+                s.k - kj * kc,
+                nj * nc,
+                s.n - nj * nc,
+                kc,
+                nc,
+                vw,
+                ctx[7],
+            )
+        if cutlass.const_expr(s.a_stream):
+            self.stage_a(ctx, s, b, kj)
 
     @cute.jit
     def mm_epilogue(self, ctx, s: cutlass.Constexpr, accs, tCc, col0):
