@@ -263,6 +263,8 @@ static void write_kernel_of(rf_json_writer_t *w, const rf_chain_plan_t *p,
     write_stage_range(w, p, p->first_stage, p->end_stage, 1);
     rf_json_key_int(w, "weight_smem_offset", p->weight_smem_offset);
     rf_json_key_int(w, "weight_buffers", p->weight_buffers);
+    if (p->ring_ahead)
+        rf_json_key_int(w, "ring_ahead", 1);
     if (p->warp_rows) {
         rf_json_key_int(w, "warp_rows", 1);
         rf_json_key_int(w, "x_buffers", p->x_buffers);

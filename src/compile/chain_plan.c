@@ -466,6 +466,10 @@ int rf_chain_plan_ring_depth(rf_chain_plan_t *p, const rf_target_t *t, int buffe
         p->weight_buffers = buffers;
         p->smem_bytes = p->weight_smem_offset + buffers * p->ring_bytes;
     }
+    int whole = p->first_stage == 0 && p->end_stage == p->chain->n_stages;
+    for (int s = p->first_stage; whole && s < p->end_stage; s++)
+        whole = !p->stages[s].a_stream;
+    p->ring_ahead = p->weight_buffers > 2 && whole;
     return p->weight_buffers;
 }
 

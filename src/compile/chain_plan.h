@@ -98,6 +98,7 @@ typedef struct rf_chain_plan {
     int64_t rows;
     int tile_rows, warps, weight_buffers;
     int warp_rows, x_buffers, warp_tile_rows; /* the warp-rows layout (above); else all 0 */
+    int ring_ahead; /* rf_chain_plan_ring_depth: the ring runs ahead across the stages */
     int64_t smem_bytes, weight_smem_offset, ring_bytes;
     rf_chain_value_plan_t values[RF_CHAIN_MAX_STAGES + 1];
     rf_chain_stage_plan_t stages[RF_CHAIN_MAX_STAGES];
@@ -122,9 +123,11 @@ rf_status_t rf_chain_plan_make(const rf_chain_t *c, int64_t rows, const rf_targe
 
 /* Deepens the weight ring of plan p (one that streams its weights: weight_buffers 1 or 2)
  * to `buffers` buffers, or to the deepest below that which fits target t's shared memory,
- * at most RF_CHAIN_MAX_BUFFERS: the ring then runs that many tiles minus one ahead within a
- * stage (python/rowfuse/kernels/chain_mma.py), so one block has more weight bytes in
- * flight. Returns the depth p has after (unchanged where resident or already as deep). */
+ * at most RF_CHAIN_MAX_BUFFERS: the ring then runs that many tiles minus one ahead
+ * (python/rowfuse/kernels/chain_mma.py), so one block has more weight bytes in flight;
+ * within a stage, or (ring_ahead) across the row tile's stages in the whole chain's kernel
+ * without a streamed input, the first tiles in flight beside X. Returns the depth p has
+ * after (unchanged where resident or already as deep). */
 int rf_chain_plan_ring_depth(rf_chain_plan_t *p, const rf_target_t *t, int buffers);
 
 /* Lays out the whole chain's plan p (rf_chain_plan_make's, resident) in the warp-rows layout

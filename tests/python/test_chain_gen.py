@@ -201,6 +201,20 @@ CHAINS = [
         ],
         nbuf=6,
     ),
+    # the same with the ring running ahead across the stages (its first tiles beside X)
+    dict(
+        make_spec(
+            "chain_ring_ahead",
+            64,
+            [
+                {"op": "norm", "kind": "layernorm"},
+                {"op": "linear", "n": 256, "epilogue": [{"op": "act", "fn": "gelu_erf"}]},
+                {"op": "linear", "n": 64, "epilogue": [{"op": "add", "src": 0}]},
+            ],
+            nbuf=6,
+        ),
+        ring_ahead=1,
+    ),
     # a gated stage of 5 k chunks (a loop, beyond UNROLL_K) through a ring of 5 buffers
     make_spec(
         "chain_ring_loop",
@@ -298,11 +312,12 @@ def test_ptx_holds_the_stages_mma_and_barriers(built, k):
     assert info.get("sass_local", 0) == 0, "the kernel spills to local memory"
 
 
-@pytest.mark.parametrize("name", ["chain_ring", "chain_ring_loop"])
+@pytest.mark.parametrize("name", ["chain_ring", "chain_ring_loop", "chain_ring_ahead"])
 def test_deep_ring_waits_for_its_oldest_tile(built, name):
     """A ring of B buffers keeps B - 2 cp.async groups in flight at each tile's wait (one per
-    k chunk in the code), after B - 1 groups issued as each matmul stage starts; the
-    double-buffered kernels wait for all but one."""
+    k chunk in the code), after B - 1 groups issued as each matmul stage starts, or, running
+    ahead across the stages, as the row tile starts beside X (whose wait leaves them all in
+    flight); the double-buffered kernels wait for all but one."""
     pkg, facts = built
     k = next(c for c in CHAINS if c["name"] == name)
     b = k["weight_buffers"]
@@ -311,8 +326,13 @@ def test_deep_ring_waits_for_its_oldest_tile(built, name):
     in_code = [min(s["k_pad"] // s["k_chunk"], cm.UNROLL_K + 1) for s in mms]
     in_code = [n if n <= cm.UNROLL_K else 1 for n in in_code]
     waits = re.findall(r"cp\.async\.wait_group\s+(\d+);", ptx)
-    assert waits.count(str(b - 2)) == sum(in_code) and set(waits) <= {"0", str(b - 2)}
-    assert ptx.count("cp.async.commit_group") >= len(mms) * (b - 1) + sum(in_code)
+    assert waits.count(str(b - 2)) == sum(in_code)
+    if k.get("ring_ahead"):
+        assert waits.count(str(b - 1)) == 1 and set(waits) == {str(b - 1), str(b - 2)}
+        assert ptx.count("cp.async.commit_group") == 1 + (b - 1) + sum(in_code)
+    else:
+        assert set(waits) == {"0", str(b - 2)}
+        assert ptx.count("cp.async.commit_group") >= len(mms) * (b - 1) + sum(in_code)
     two = (pkg / facts["chain_preln"]["files"]["ptx"]).read_text()
     assert set(re.findall(r"cp\.async\.wait_group\s+(\d+);", two)) == {"0", "1"}
 
@@ -371,6 +391,7 @@ BROKEN = [
     ("not a multiple of 8 elements", _set(("stages", 1, "w"), 4)),
     ("dst 3; stage 1 produces value 2", _set(("stages", 1, "dst"), 3)),
     ("only Y may live outside shared memory", _set(("values", 1, "smem_offset"), -1)),
+    ("ring_ahead needs the whole chain's kernel, a ring of more", _set(("ring_ahead",), 1)),
 ]
 
 

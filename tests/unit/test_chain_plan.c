@@ -504,7 +504,8 @@ static void test_ring_depth(void) {
     CHECK(p->weight_buffers == 2 && p->ring_bytes > 0);
     *was = *p;
     CHECK(rf_chain_plan_ring_depth(p, &t, 1) == 2 && p->smem_bytes == was->smem_bytes);
-    CHECK(rf_chain_plan_ring_depth(p, &t, 6) == 6);
+    CHECK(!p->ring_ahead);
+    CHECK(rf_chain_plan_ring_depth(p, &t, 6) == 6 && p->ring_ahead);
     CHECK(p->smem_bytes == p->weight_smem_offset + 6 * p->ring_bytes && layout_ok(p));
     CHECK(rf_chain_plan_ring_depth(p, &t, 99) == RF_CHAIN_MAX_BUFFERS && layout_ok(p));
     /* a target with less shared memory: the deepest that fits */
@@ -518,7 +519,7 @@ static void test_ring_depth(void) {
     c = mlp_chain(&rng, tiny, 2);
     CHECK_OK(rf_chain_plan_make(c, 1000, &t, 0, p));
     *was = *p;
-    CHECK(p->weight_buffers == 0 && rf_chain_plan_ring_depth(p, &t, 8) == 0);
+    CHECK(p->weight_buffers == 0 && rf_chain_plan_ring_depth(p, &t, 8) == 0 && !p->ring_ahead);
     CHECK(p->smem_bytes == was->smem_bytes);
     rf_chain_destroy(c);
     free(p);

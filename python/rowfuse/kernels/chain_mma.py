@@ -61,7 +61,12 @@ first weight_buffers - 1 tiles are issued as the stage starts, one cp.async grou
 tile t waits until only the newer weight_buffers - 2 groups are in flight, passes one
 block barrier (every warp has read tile t - 1), issues tile t + weight_buffers - 1 into the
 buffer tile t - 1 used, and is multiplied; a barrier closes the stage (its epilogue's
-stores visible, every buffer read before the next stage refills them). One block pulls its
+stores visible, every buffer read before the next stage refills them). With ring_ahead
+(the whole chain's kernel, no streamed input) the tiles are one sequence per row tile,
+every matmul stage's in order (ChainPlan.ring_sequence): the first weight_buffers - 1 are
+issued beside X as the row tile starts (X's wait leaves them in flight), and each tile
+issues the sequence's tile weight_buffers - 1 ahead, a later stage's where this one's are
+done, so no stage starts with an empty ring. One block pulls its
 weights from the L2 at about the bytes it has in flight per memory latency, so the depth
 sets how fast a block whose weights do not stay resident can go.
 
@@ -335,10 +340,23 @@ class ChainPlan:
     warp_rows: bool = False
     x_buffers: int = 0
     warp_tile_rows: int = 0
+    # the ring runs ahead across the matmul stages of a row tile (module docstring)
+    ring_ahead: bool = False
 
     @property
     def threads(self) -> int:
         return 32 * self.warps
+
+    def ring_sequence(self) -> tuple:
+        """The ring's tiles of a row tile in order (ring_ahead): per matmul stage, (stage,
+        its first tile's index in the row tile, its tile count n chunks x k chunks)."""
+        out, g = [], 0
+        for s in self.stages:
+            if s.op in ("linear", "gated"):
+                t = (s.n_pad // s.n_chunk) * (s.k_pad // s.k_chunk)
+                out.append((s, g, t))
+                g += t
+        return tuple(out)
 
     def split_after(self, sid: int) -> bool:
         """Stage `sid` (a chain stage id) runs on its block's column slice only."""
@@ -427,6 +445,8 @@ class ChainPlan:
                 "x_buffers": _int(k, "x_buffers", name),
                 "warp_tile_rows": _int(k, "warp_tile_rows", name),
             }
+        if "ring_ahead" in k:
+            warp["ring_ahead"] = bool(_int(k, "ring_ahead", name))
         plan = cls(
             name=name,
             in_width=_int(k, "in_width", name),
@@ -462,6 +482,13 @@ class ChainPlan:
             raise SpecError(
                 f"{n}: weight_buffers {self.weight_buffers}; expected 1 to {MAX_BUFFERS}, or 0 "
                 "(resident weights) in the whole chain's kernel"
+            )
+        if self.ring_ahead and (
+            self.weight_buffers <= 2 or self.segment or any(s.a_stream for s in sts)
+        ):
+            raise SpecError(
+                f"{n}: ring_ahead needs the whole chain's kernel, a ring of more than two "
+                f"weight buffers (got {self.weight_buffers}) and no streamed input"
             )
         f0 = self.first_stage
         if (
@@ -822,12 +849,23 @@ class ChainKernel(TileOps):
         grid: cutlass.Int32,
         stream: cuda.CUstream,
     ):
-        self.kernel(mX, mWh, mWf, mY, rows).launch(
-            grid=(grid, 1, 1),
-            block=(self.threads, 1, 1),
-            smem=self.p.smem_bytes,
-            stream=stream,
-        )
+        if cutlass.const_expr(self.p.ring_ahead):
+            # (a ring this deep holds few blocks per SM: ptxas may take the registers
+            # rather than spill for more blocks)
+            self.kernel(mX, mWh, mWf, mY, rows).launch(
+                grid=(grid, 1, 1),
+                block=(self.threads, 1, 1),
+                smem=self.p.smem_bytes,
+                stream=stream,
+                min_blocks_per_mp=1,
+            )
+        else:
+            self.kernel(mX, mWh, mWf, mY, rows).launch(
+                grid=(grid, 1, 1),
+                block=(self.threads, 1, 1),
+                smem=self.p.smem_bytes,
+                stream=stream,
+            )
 
     # ------------------------------------------------------------------ device side
     @cute.kernel
@@ -873,9 +911,18 @@ class ChainKernel(TileOps):
                     tid,
                 )
                 cute.arch.cp_async_commit_group()
-                cute.arch.cp_async_wait_group(0)
-                cute.arch.sync_threads()
                 ctx = (mWh, mWf, mY, slots, base, row0, nrows, tid, None)
+                if cutlass.const_expr(p.ring_ahead):
+                    # the ring's first weight_buffers - 1 tiles in flight beside X's
+                    nseq = sum(t for _, _, t in p.ring_sequence())
+                    for g in cutlass.range_constexpr(p.weight_buffers - 1):
+                        if cutlass.const_expr(g < nseq):
+                            self.ring_issue(ctx, g, g, g + 1)
+                        cute.arch.cp_async_commit_group()
+                    cute.arch.cp_async_wait_group(p.weight_buffers - 1)
+                else:
+                    cute.arch.cp_async_wait_group(0)
+                cute.arch.sync_threads()
                 self.run_stages(ctx)
                 if cutlass.const_expr(p.values[-1].smem_offset >= 0):
                     self.copy_out(ctx)
@@ -1246,7 +1293,7 @@ class ChainKernel(TileOps):
             if cutlass.const_expr(s.a_stream):
                 self.stage_a(ctx, s, 0, 0)
             cute.arch.cp_async_commit_group()
-        else:
+        elif cutlass.const_expr(not p.ring_ahead):
             # the ring's first weight_buffers - 1 tiles, one cp.async group each (empty past
             # the block's last tile)
             for t in cutlass.range_constexpr(p.weight_buffers - 1):
@@ -1290,11 +1337,19 @@ class ChainKernel(TileOps):
             # tile t + nbuf - 1 into the buffer tile t - 1 used
             t = nj_rel * nk + kj
             buf = t % nbuf
+            if cutlass.const_expr(p.ring_ahead):
+                g0 = next(g for st, g, _ in p.ring_sequence() if st is s)
+                t = t + g0  # the tile's index in the row tile's sequence
+                buf = t % nbuf
             cute.arch.cp_async_wait_group(nbuf - 2)
             cute.arch.sync_threads()
             tn = t + nbuf - 1
-            if tn < (nj_end - nj_first) * nk:
-                self.ring_tile(ctx, s, gws, rings, vw, nj_first + tn // nk, tn % nk, tn)
+            if cutlass.const_expr(p.ring_ahead):
+                # the sequence's tile nbuf - 1 ahead, of this stage or a later one
+                self.ring_issue(ctx, tn, g0 + nbuf - 1, g0 + nn * nk + nbuf - 1)
+            else:
+                if tn < (nj_end - nj_first) * nk:
+                    self.ring_tile(ctx, s, gws, rings, vw, nj_first + tn // nk, tn % nk, tn)
             cute.arch.cp_async_commit_group()  # (empty past the stage's last tile)
         elif cutlass.const_expr(nbuf == 2):
             buf = (nj_rel * nk + kj) % 2
@@ -1427,6 +1482,28 @@ class ChainKernel(TileOps):
             )
         if cutlass.const_expr(s.a_stream):
             self.stage_a(ctx, s, b, kj)
+
+    @cute.jit
+    def ring_issue(self, ctx, g, lo: cutlass.Constexpr, hi: cutlass.Constexpr):
+        """Tile g of the row tile's ring sequence (ring_ahead; lo <= g < hi, the range the
+        caller can reach) into ring buffer g mod weight_buffers: the stage holding it found
+        among the stages that range touches (nothing past the sequence's end)."""
+        mWh = ctx[0]
+        for s, g0, nt in self.p.ring_sequence():
+            if cutlass.const_expr(g0 < hi and g0 + nt > lo):
+                if g >= g0:
+                    if g < g0 + nt:
+                        offs = (s.w,) if s.op == "linear" else (s.wg, s.wu)
+                        gws = [
+                            cute.make_tensor(
+                                mWh.iterator + off, cute.make_layout((s.k, s.n), stride=(s.n, 1))
+                            )
+                            for off in offs
+                        ]
+                        rings = [self.ring(ctx[4], s, m) for m in range(s.mats)]
+                        nk = s.k_pad // s.k_chunk
+                        t = g - g0
+                        self.ring_tile(ctx, s, gws, rings, _vec_elems(s.n, 2), t // nk, t % nk, g)
 
     @cute.jit
     def mm_epilogue(self, ctx, s: cutlass.Constexpr, accs, tCc, col0):
