@@ -88,9 +88,9 @@ typedef struct rf_compile_options {
     int stream_x_first;   /* chain_stream's TMA ring: the producer waits for X after its first
                            * tiles, so X does not queue behind the grid's first ring fill; -1
                            * auto (off until checked on a GPU), 0 off, 1 on */
-    int weight_buffers;   /* chain_mma's weight ring where its weights stream: 0 auto (2
-                           * buffers, the measured default), else that many (at most 16,
-                           * fewer where shared memory ends) */
+    int weight_buffers;   /* chain_mma's weight ring where its weights stream: 0 auto (8
+                           * buffers where every row tile has a block of its own, else 2),
+                           * else that many (at most 16, fewer where shared memory ends) */
     int stream_tma;       /* chain_stream's weight copies: -1 auto (the TMA ring where the
                            * weights outgrow the L2, else cp.async), 0 cp.async by every
                            * MMA thread, 1 TMA by a producer warp into an mbarrier ring */

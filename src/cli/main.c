@@ -57,7 +57,7 @@ static const rf_cli_command_t rf_commands[] = {
      "                     first tiles (auto: off, not yet checked on a GPU)\n"
      "  --weight-buffers N  the whole chain's kernel, where its weights stream: a ring of\n"
      "                     N weight tiles (1-16, fewer where shared memory ends), N - 1\n"
-     "                     in flight (default 2, not yet checked deeper on a GPU)\n"
+     "                     in flight (auto: 8 where every row tile has a block, else 2)\n"
      "  --warp-rows auto|on|off   the whole chain's kernel gives each warp its own row\n"
      "                     tiles, the hidden values in registers (a chain of linears with\n"
      "                     activations, widths up to 128; auto: where the rows give every\n"

@@ -663,13 +663,22 @@ static rf_status_t compile_chain(const rf_chain_t *c, const rf_compile_options_t
         }
         free(q);
     }
-    /* a deeper weight ring on request (--weight-buffers) where the weights stream */
-    if (!stream && !mma && o->weight_buffers > 0 && p->weight_buffers > 0) {
-        int now = rf_chain_plan_ring_depth(p, &t, o->weight_buffers);
+    /* the weight ring where the weights stream: as asked (--weight-buffers), or auto
+     * RF_CHAIN_AUTO_BUFFERS deep, running ahead across the stages, where every row tile has
+     * a block of its own (the deeper ring's shared memory then costs no block a second
+     * tile; measured on the small chains at 1,000 rows, notes/kernels.md 2026-12-08) */
+    int64_t row_tiles = p->tile_rows > 0 ? rf_div_up(rows, p->tile_rows) : 0;
+    int depth = o->weight_buffers > 0                                   ? o->weight_buffers
+                : !o->fault && row_tiles > 0 && row_tiles <= t.sm_count ? RF_CHAIN_AUTO_BUFFERS
+                                                                        : 0;
+    if (!stream && !mma && depth > 0 && p->weight_buffers > 0) {
+        int now = rf_chain_plan_ring_depth(p, &t, depth);
         size_t n = strlen(p->reason);
         snprintf(p->reason + n, sizeof p->reason - n,
-                 "; then %d weight buffers (--weight-buffers %d): %lld bytes of shared memory", now,
-                 o->weight_buffers, (long long)p->smem_bytes);
+                 "; then %d weight buffers (%s %d)%s: %lld bytes of shared memory", now,
+                 o->weight_buffers > 0 ? "--weight-buffers" : "auto: a block per row tile,", depth,
+                 p->ring_ahead ? ", the ring ahead across the stages" : "",
+                 (long long)p->smem_bytes);
     }
     if (o->timeline && !stream)
         return RF_ERR(RF_CODE_UNSUPPORTED,

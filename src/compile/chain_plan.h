@@ -78,6 +78,8 @@ typedef struct rf_chain_value_plan {
 /* The deepest weight ring of a chain_mma kernel (rf_chain_plan_ring_depth; the generator's
  * MAX_BUFFERS) */
 #define RF_CHAIN_MAX_BUFFERS 16
+/* ... and auto's depth where every row tile has a block of its own (chain_package.c) */
+#define RF_CHAIN_AUTO_BUFFERS 8
 
 typedef struct rf_chain_stage_plan {
     int64_t w_smem; /* resident weights (weight_buffers 0): bytes from weight_smem_offset */

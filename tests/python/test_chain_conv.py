@@ -300,7 +300,8 @@ def test_auto_weighs_the_gemms_against_chain_mma_above_the_decode_rows(tmp_path)
     """Above the decode rows auto weighs chain_mma, which streams every weight again for
     each row tile, against the linears as Hopper GEMMs by their cost lines (the reason
     states both): the GPT-2 FFN (9.4 MB of weights) takes the GEMMs at 1,000 rows, where
-    the whole-chain kernel's line is nine times theirs; a chain whose weights stay resident
+    the whole-chain kernel's line is several times theirs (measured: ten times); a chain
+    whose weights stay resident
     in the whole-chain kernel keeps it; at 64 rows the decode schedules decide as before."""
     pytest.importorskip("cutlass")
     module, ex = blocks.make("gpt2_ffn", small=False, rows=16)
@@ -310,7 +311,7 @@ def test_auto_weighs_the_gemms_against_chain_mma_above_the_decode_rows(tmp_path)
     plan = json.loads((tmp_path / "g1000" / "plan.json").read_text())
     assert plan["schedule"] == "conventional-wgmma", plan["schedule_reason"]
     m = re.search(r"cost lines (\d+) us as GEMMs, (\d+) us as chain_mma", plan["schedule_reason"])
-    assert m and 9 * int(m[1]) < int(m[2]), plan["schedule_reason"]
+    assert m and 5 * int(m[1]) < int(m[2]), plan["schedule_reason"]
     p = rowfuse("compile", model, "--rows", 64, "-o", tmp_path / "g64")
     assert p.returncode == 0, p.stdout + p.stderr
     assert json.loads((tmp_path / "g64" / "plan.json").read_text())["schedule"] != (
@@ -322,6 +323,22 @@ def test_auto_weighs_the_gemms_against_chain_mma_above_the_decode_rows(tmp_path)
     assert p.returncode == 0, p.stdout + p.stderr
     plan = json.loads((tmp_path / "t" / "plan.json").read_text())
     assert plan["schedule"] == "chain" and plan["kernels"][0]["weight_buffers"] == 0
+    # the stacked MLPs (262 KB of weights, four linears) at 1,000 rows: four GEMM kernels'
+    # fixed costs outweigh the whole-chain kernel streaming its weights per 16-row tile, and
+    # with a block per row tile its ring is 8 deep, running ahead across the stages
+    module, ex = blocks.make("stacked", small=False, rows=16)
+    model = export(module, ex, 16, str(tmp_path / "stacked.onnx"))
+    p = rowfuse("compile", model, "--rows", 1000, "-o", tmp_path / "s")
+    assert p.returncode == 0, p.stdout + p.stderr
+    plan = json.loads((tmp_path / "s" / "plan.json").read_text())
+    k = json.loads((tmp_path / "s" / "kernel_spec.json").read_text())["kernels"][0]
+    assert plan["schedule"] == "chain", plan["schedule_reason"]
+    assert k["weight_buffers"] == 8 and k["ring_ahead"] == 1
+    # ... and at 16,384 rows (more row tiles than SMs) it keeps two buffers
+    p = rowfuse("compile", model, "--rows", 16384, "--schedule", "chain", "-o", tmp_path / "s2")
+    assert p.returncode == 0, p.stdout + p.stderr
+    k = json.loads((tmp_path / "s2" / "kernel_spec.json").read_text())["kernels"][0]
+    assert k["weight_buffers"] == 2 and "ring_ahead" not in k
 
 
 def test_conventional_refuses_other_planted_faults(tmp_path):
