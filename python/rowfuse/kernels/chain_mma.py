@@ -79,14 +79,7 @@ barrier): the geometry stays the planner's, the generator only maps it onto warp
 Activations are fp32 with the DSL's math functions without fast-math (cutlass.cute.math erf,
 tanh, exp, sqrt): they lower to the same range-reduced sequences as CUDA's erff, tanhf and
 expf (which use ex2.approx / rcp.approx inside; CUDA documents them within 2 ulp), never a
-bare approximate instruction on the argument. Sigmoid and SiLU take 1 / (1 + exp(-x)) as
-rcp.approx (within 1 ulp; its argument is at least 1, so no denormal is flushed): IEEE
-division's slow-path branch per element kept the epilogue from overlapping its elements,
-and the whole sequence stays well inside the reference's RF_CHAIN_FN_ULPS (src/chain/chain.h).
-Other division and sqrt are IEEE (div.rn, sqrt.rn). The matmul epilogue evaluates every
-element of a thread's accumulator without a branch around the arithmetic (operands are
-read, and padding columns zeroed, under small predicates), so the elements' functions
-overlap.
+bare approximate instruction on the argument; division and sqrt are IEEE (div.rn, sqrt.rn).
 """
 
 from __future__ import annotations
@@ -145,9 +138,6 @@ NORMS = {"layernorm": ("eps", "gamma", "beta"), "rmsnorm": ("eps", "gamma"), "so
 EPILOGUE_OPS = ("act", "add", "mul")
 # k chunks of a matmul stage unrolled; more are a loop (compile time and code size)
 UNROLL_K = 4
-# The matmul epilogue's elements evaluated together (straight-line, so their functions
-# overlap; more would hold more values in registers at once)
-EPILOGUE_GROUP = 8
 # The deepest weight ring the generator composes (the planner's RF_CHAIN_MAX_BUFFERS)
 MAX_BUFFERS = 16
 # the warp-rows layout's widest value, and with 32-row warp tiles (src/compile/chain_plan.h's
@@ -774,10 +764,10 @@ def _act(fn: str, x):
     if fn == "gelu_tanh":
         inner = f32(math.sqrt(2.0 / math.pi)) * (x + f32(0.044715) * x * x * x)
         return f32(0.5) * x * (f32(1.0) + cute.math.tanh(inner))
-    if fn == "sigmoid":  # (1 + exp(-x) >= 1: rcp.approx within 1 ulp, no denormal)
-        return cute.arch.rcp_approx(f32(1.0) + cute.math.exp(-x))
+    if fn == "sigmoid":
+        return f32(1.0) / (f32(1.0) + cute.math.exp(-x))
     if fn == "silu":
-        return x * cute.arch.rcp_approx(f32(1.0) + cute.math.exp(-x))
+        return x / (f32(1.0) + cute.math.exp(-x))
     if fn == "tanh":
         return cute.math.tanh(x)
     if fn == "softplus":  # max(x, 0) + ln(1 + exp(-|x|)): no overflow
@@ -1521,15 +1511,12 @@ class ChainKernel(TileOps):
         dst's dtype (zeros in dst's padding columns)."""
         mWh, mWf, mY, slots, base, row0, nrows, tid, ext = ctx
         f32 = cutlass.Float32
-        n = cute.size(accs[0])
-        if cutlass.const_expr(any(op != "act" for op, _ in s.epilogue)):
-            # an epilogue reading other values: one element at a time, its reads and its
-            # arithmetic inside c < N
-            for i in cutlass.range_constexpr(n):
-                r = tCc[i][0]
-                c = col0 + tCc[i][1]
-                v = f32(0.0)
-                if c < s.n:
+        for i in cutlass.range_constexpr(cute.size(accs[0])):
+            r = tCc[i][0]
+            c = col0 + tCc[i][1]
+            v = f32(0.0)
+            if c < s.n:
+                if cutlass.const_expr(s.op == "linear"):
                     v = accs[0][i]
                     if cutlass.const_expr(s.b >= 0):
                         v = v + mWf[s.b + c]
@@ -1540,46 +1527,15 @@ class ChainKernel(TileOps):
                             v = v + self.read(ctx, arg, r, c)
                         else:
                             v = v * self.read(ctx, arg, r, c)
-                self.put(ctx, slots[s.dst], self.p.values[s.dst], r, c, v)
-        else:
-            # EPILOGUE_GROUP elements at a time: their biases under a predicate (nothing is
-            # read past N), then their arithmetic straight-line (a padding column's
-            # accumulator is 0: W is zero there), then their stores, padding columns as 0
-            for i0 in cutlass.range_constexpr(0, n, EPILOGUE_GROUP):
-                group = range(i0, min(n, i0 + EPILOGUE_GROUP))
-                vals = {}
-                for i in group:
-                    c = col0 + tCc[i][1]
-                    b0 = f32(0.0)
-                    b1 = f32(0.0)
-                    if c < s.n:
-                        if cutlass.const_expr(s.op == "linear"):
-                            if cutlass.const_expr(s.b >= 0):
-                                b0 = mWf[s.b + c]
-                        else:
-                            if cutlass.const_expr(s.bg >= 0):
-                                b0 = mWf[s.bg + c]
-                            if cutlass.const_expr(s.bu >= 0):
-                                b1 = mWf[s.bu + c]
-                    vals[i] = (b0, b1)
-                for i in group:
-                    b0, b1 = vals[i]
-                    if cutlass.const_expr(s.op == "linear"):
-                        v = accs[0][i] + b0 if cutlass.const_expr(s.b >= 0) else accs[0][i]
-                        for _, arg in s.epilogue:
-                            v = _act(arg, v)
-                    else:
-                        g = accs[0][i] + b0 if cutlass.const_expr(s.bg >= 0) else accs[0][i]
-                        u = accs[1][i] + b1 if cutlass.const_expr(s.bu >= 0) else accs[1][i]
-                        v = _act(s.fn, g) * u
-                    vals[i] = v
-                for i in group:
-                    r = tCc[i][0]
-                    c = col0 + tCc[i][1]
-                    v = vals[i]
-                    if c >= s.n:
-                        v = f32(0.0)
-                    self.put(ctx, slots[s.dst], self.p.values[s.dst], r, c, v)
+                else:
+                    g = accs[0][i]
+                    u = accs[1][i]
+                    if cutlass.const_expr(s.bg >= 0):
+                        g = g + mWf[s.bg + c]
+                    if cutlass.const_expr(s.bu >= 0):
+                        u = u + mWf[s.bu + c]
+                    v = _act(s.fn, g) * u
+            self.put(ctx, slots[s.dst], self.p.values[s.dst], r, c, v)
 
     @cute.jit
     def elementwise_stage(self, ctx, s: cutlass.Constexpr):
