@@ -1277,28 +1277,16 @@ class ChainKernel(TileOps):
             span = (nj0, nj1)
         if cutlass.const_expr(p.weight_buffers <= 2):
             # the first W tile
-            for m in cutlass.range_constexpr(s.mats):
-                self.stage(
-                    gws[m],
-                    rings[m][None, None, 0],
-                    0,
-                    s.k,
-                    nj0 * nc,
-                    s.n - nj0 * nc,
-                    kc,
-                    nc,
-                    vw,
-                    tid,
-                )
-            if cutlass.const_expr(s.a_stream):
-                self.stage_a(ctx, s, 0, 0)
+            self.ring_tile(ctx, s, gws, rings, vw, nj0, 0, 0)
             cute.arch.cp_async_commit_group()
         elif cutlass.const_expr(not p.ring_ahead):
             # the ring's first weight_buffers - 1 tiles, one cp.async group each (empty past
             # the block's last tile)
             for t in cutlass.range_constexpr(p.weight_buffers - 1):
                 if t < (nj1 - nj0) * nk:
-                    self.ring_tile(ctx, s, gws, rings, vw, nj0 + t // nk, t % nk, t)
+                    self.ring_tile(
+                        ctx, s, gws, rings, vw, nj0 + t // nk, t % nk, t % p.weight_buffers
+                    )
                 cute.arch.cp_async_commit_group()
         for nj in cutlass.range(nj0, nj1, unroll=1):
             accs = [
@@ -1349,81 +1337,25 @@ class ChainKernel(TileOps):
                 self.ring_issue(ctx, tn, g0 + nbuf - 1, g0 + nn * nk + nbuf - 1)
             else:
                 if tn < (nj_end - nj_first) * nk:
-                    self.ring_tile(ctx, s, gws, rings, vw, nj_first + tn // nk, tn % nk, tn)
+                    self.ring_tile(ctx, s, gws, rings, vw, nj_first + tn // nk, tn % nk, tn % nbuf)
             cute.arch.cp_async_commit_group()  # (empty past the stage's last tile)
         elif cutlass.const_expr(nbuf == 2):
             buf = (nj_rel * nk + kj) % 2
             # prefetch the next tile into the other buffer (last read one tile ago,
             # before that tile's closing barrier)
             if kj + 1 < nk:
-                for m in cutlass.range_constexpr(s.mats):
-                    self.stage(
-                        gws[m],
-                        rings[m][None, None, 1 - buf],
-                        (kj + 1) * kc,
-                        s.k - (kj + 1) * kc,
-                        nj * nc,
-                        s.n - nj * nc,
-                        kc,
-                        nc,
-                        vw,
-                        tid,
-                    )
-                if cutlass.const_expr(s.a_stream):
-                    self.stage_a(ctx, s, 1 - buf, kj + 1)
+                self.ring_tile(ctx, s, gws, rings, vw, nj, kj + 1, 1 - buf)
             else:
                 if nj + 1 < nj_end:
-                    for m in cutlass.range_constexpr(s.mats):
-                        self.stage(
-                            gws[m],
-                            rings[m][None, None, 1 - buf],
-                            0,
-                            s.k,
-                            (nj + 1) * nc,
-                            s.n - (nj + 1) * nc,
-                            kc,
-                            nc,
-                            vw,
-                            tid,
-                        )
-                    if cutlass.const_expr(s.a_stream):
-                        self.stage_a(ctx, s, 1 - buf, 0)
+                    self.ring_tile(ctx, s, gws, rings, vw, nj + 1, 0, 1 - buf)
             cute.arch.cp_async_commit_group()  # (empty after the stage's last tile)
             cute.arch.cp_async_wait_group(1)
         else:
             if kj > 0:
-                for m in cutlass.range_constexpr(s.mats):
-                    self.stage(
-                        gws[m],
-                        rings[m][None, None, 0],
-                        kj * kc,
-                        s.k - kj * kc,
-                        nj * nc,
-                        s.n - nj * nc,
-                        kc,
-                        nc,
-                        vw,
-                        tid,
-                    )
-                if cutlass.const_expr(s.a_stream):
-                    self.stage_a(ctx, s, 0, kj)
+                self.ring_tile(ctx, s, gws, rings, vw, nj, kj, 0)
             else:
                 if nj > nj_first:
-                    for m in cutlass.range_constexpr(s.mats):
-                        self.stage(
-                            gws[m],
-                            rings[m][None, None, 0],
-                            0,
-                            s.k,
-                            nj * nc,
-                            s.n - nj * nc,
-                            kc,
-                            nc,
-                            vw,
-                            tid,
-                        )
-                    if cutlass.const_expr(s.a_stream):
-                        self.stage_a(ctx, s, 0, 0)
+                    self.ring_tile(ctx, s, gws, rings, vw, nj, 0, 0)
             cute.arch.cp_async_commit_group()
             cute.arch.cp_async_wait_group(0)
         if cutlass.const_expr(nbuf <= 2):
@@ -1461,12 +1393,10 @@ class ChainKernel(TileOps):
                 cute.arch.sync_threads()
 
     @cute.jit
-    def ring_tile(self, ctx, s: cutlass.Constexpr, gws, rings, vw, nj, kj, t):
-        """Tile t of stage s (n chunk nj, k chunk kj) into ring buffer t mod weight_buffers:
-        W's tiles (zero outside [K, N]) and a streamed input's k chunk, in the caller's
-        cp.async group."""
+    def ring_tile(self, ctx, s: cutlass.Constexpr, gws, rings, vw, nj, kj, b):
+        """The tile of stage s at n chunk nj, k chunk kj into ring buffer b: W's tiles (zero
+        outside [K, N]) and a streamed input's k chunk, in the caller's cp.async group."""
         kc, nc = s.k_chunk, s.n_chunk
-        b = t % self.p.weight_buffers
         for m in cutlass.range_constexpr(s.mats):
             self.stage(
                 gws[m],
@@ -1503,7 +1433,16 @@ class ChainKernel(TileOps):
                         rings = [self.ring(ctx[4], s, m) for m in range(s.mats)]
                         nk = s.k_pad // s.k_chunk
                         t = g - g0
-                        self.ring_tile(ctx, s, gws, rings, _vec_elems(s.n, 2), t // nk, t % nk, g)
+                        self.ring_tile(
+                            ctx,
+                            s,
+                            gws,
+                            rings,
+                            _vec_elems(s.n, 2),
+                            t // nk,
+                            t % nk,
+                            g % self.p.weight_buffers,
+                        )
 
     @cute.jit
     def mm_epilogue(self, ctx, s: cutlass.Constexpr, accs, tCc, col0):
