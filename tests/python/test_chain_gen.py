@@ -123,6 +123,13 @@ def relu():
     return {"op": "act", "fn": "relu"}
 
 
+# a pre-LN GELU FFN 64 -> 256 -> 64 with the residual (three of the chains below)
+PRELN = [
+    {"op": "norm", "kind": "layernorm"},
+    {"op": "linear", "n": 256, "epilogue": [{"op": "act", "fn": "gelu_erf"}]},
+    {"op": "linear", "n": 64, "epilogue": [{"op": "add", "src": 0}]},
+]
+
 CHAINS = [
     # the residual MLP: v1 = fp16(relu(X W1 + b1)), Y = relu(v1 W2 + b2 + X)
     make_spec(
@@ -133,16 +140,7 @@ CHAINS = [
             {"op": "linear", "n": 48, "epilogue": [{"op": "add", "src": 0}, relu()]},
         ],
     ),
-    # pre-LN GELU FFN 64 -> 256 -> 64 with the residual
-    make_spec(
-        "chain_preln",
-        64,
-        [
-            {"op": "norm", "kind": "layernorm"},
-            {"op": "linear", "n": 256, "epilogue": [{"op": "act", "fn": "gelu_erf"}]},
-            {"op": "linear", "n": 64, "epilogue": [{"op": "add", "src": 0}]},
-        ],
-    ),
+    make_spec("chain_preln", 64, PRELN),
     # SwiGLU with RMSNorm 64 -> 176 -> 64
     make_spec(
         "chain_swiglu",
@@ -191,30 +189,9 @@ CHAINS = [
     ),
     # the pre-LN FFN through a ring of 6 weight buffers: W1's 4 n chunks of one k chunk
     # each, then W2's 4 k chunks (unrolled)
-    make_spec(
-        "chain_ring",
-        64,
-        [
-            {"op": "norm", "kind": "layernorm"},
-            {"op": "linear", "n": 256, "epilogue": [{"op": "act", "fn": "gelu_erf"}]},
-            {"op": "linear", "n": 64, "epilogue": [{"op": "add", "src": 0}]},
-        ],
-        nbuf=6,
-    ),
+    make_spec("chain_ring", 64, PRELN, nbuf=6),
     # the same with the ring running ahead across the stages (its first tiles beside X)
-    dict(
-        make_spec(
-            "chain_ring_ahead",
-            64,
-            [
-                {"op": "norm", "kind": "layernorm"},
-                {"op": "linear", "n": 256, "epilogue": [{"op": "act", "fn": "gelu_erf"}]},
-                {"op": "linear", "n": 64, "epilogue": [{"op": "add", "src": 0}]},
-            ],
-            nbuf=6,
-        ),
-        ring_ahead=1,
-    ),
+    dict(make_spec("chain_ring_ahead", 64, PRELN, nbuf=6), ring_ahead=1),
     # a gated stage of 5 k chunks (a loop, beyond UNROLL_K) through a ring of 5 buffers
     make_spec(
         "chain_ring_loop",
