@@ -84,9 +84,8 @@ rf_status_t rf_chain_conv_plan_make(const rf_chain_t *c, int64_t rows, const rf_
  * RF_CHAIN_WGMMA_TFLOPS, or their fp16 weights at the device's streaming rate
  * (RF_STREAM_HBM_GBS) where that takes longer. auto weighs it against chain_mma's line
  * above the decode rows. The per-kernel cost is refitted on the small chains at 1,000 rows
- * (four kinds with 2-4 kernels, 13.6-24.2 us measured on an H100; notes/kernels.md,
- * 2026-12-08), where the 16,384-row fit's 3.0 put the stacked MLPs and the classifier on
- * GEMMs 1.1-1.6x slower than chain_mma. */
+ * (notes/kernels.md, 2026-12-08), where the FFNs' fit put the stacked MLPs and the
+ * classifier on GEMMs slower than chain_mma. */
 #define RF_CHAIN_WGMMA_KERNEL_US 4.5
 #define RF_CHAIN_WGMMA_TFLOPS 320.0
 double rf_chain_wgmma_cost_us(const rf_chain_t *c, int64_t rows);

@@ -66,9 +66,9 @@ stores visible, every buffer read before the next stage refills them). With ring
 every matmul stage's in order (ChainPlan.ring_sequence): the first weight_buffers - 1 are
 issued beside X as the row tile starts (X's wait leaves them in flight), and each tile
 issues the sequence's tile weight_buffers - 1 ahead, a later stage's where this one's are
-done, so no stage starts with an empty ring. One block pulls its
-weights from the L2 at about the bytes it has in flight per memory latency, so the depth
-sets how fast a block whose weights do not stay resident can go.
+done, so no stage starts with an empty ring. Depth alone does not lift a block's weight
+rate (each tile's wait and block barrier bind, not the bytes in flight); running ahead
+removes each stage's refill (notes/kernels.md, 2026-12-08).
 
 Warp layout: warps_m = tile_rows / 16 warps along the rows when `warps` allows (else the
 largest divisor of tile_rows / 16 not above `warps`), warps_n = warps / warps_m along the
