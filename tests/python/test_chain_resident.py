@@ -59,12 +59,13 @@ def test_small_weights_stay_resident(tmp_path, rows):
 
 def test_larger_weights_keep_the_ring(tmp_path):
     """The stacked blocks hold 256 KB of weights: the whole chain's kernel streams them
-    through the two-buffer ring (--schedule chain: at 1,000 rows auto weighs it against
-    the GEMMs, test_chain_conv.py)."""
+    through the weight ring, none resident (--schedule chain: auto weighs it against the
+    GEMMs, test_chain_conv.py); at 1,000 rows every row tile has a block of its own, so
+    the ring is 8 deep, running ahead across the stages."""
     pytest.importorskip("cutlass")
     pkg, out = _compile("stacked", tmp_path, 1000, "--schedule", "chain")
     (k,) = json.loads((pkg / "plan.json").read_text())["kernels"]
-    assert k["weight_buffers"] in (1, 2) and "weight buffer" in out
+    assert k["weight_buffers"] == 8 and "8 weight buffers" in out, out
     assert all("w_smem" not in s for s in k["stages"])
 
 
