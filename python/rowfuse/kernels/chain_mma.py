@@ -849,23 +849,18 @@ class ChainKernel(TileOps):
         grid: cutlass.Int32,
         stream: cuda.CUstream,
     ):
+        extra = {}
         if cutlass.const_expr(self.p.ring_ahead):
             # (a ring this deep holds few blocks per SM: ptxas may take the registers
             # rather than spill for more blocks)
-            self.kernel(mX, mWh, mWf, mY, rows).launch(
-                grid=(grid, 1, 1),
-                block=(self.threads, 1, 1),
-                smem=self.p.smem_bytes,
-                stream=stream,
-                min_blocks_per_mp=1,
-            )
-        else:
-            self.kernel(mX, mWh, mWf, mY, rows).launch(
-                grid=(grid, 1, 1),
-                block=(self.threads, 1, 1),
-                smem=self.p.smem_bytes,
-                stream=stream,
-            )
+            extra = {"min_blocks_per_mp": 1}
+        self.kernel(mX, mWh, mWf, mY, rows).launch(
+            grid=(grid, 1, 1),
+            block=(self.threads, 1, 1),
+            smem=self.p.smem_bytes,
+            stream=stream,
+            **extra,
+        )
 
     # ------------------------------------------------------------------ device side
     @cute.kernel
@@ -1061,6 +1056,15 @@ class ChainKernel(TileOps):
             ptr, cute.make_layout((self.tm, v.padded_width), stride=(v.row_stride, 1))
         )
 
+    def weights(self, mWh, s: Stage) -> list:
+        """Stage s's weight matrices in global memory, each W [K, N] row-major (gated: Wg,
+        then Wu)."""
+        offs = (s.w,) if s.op == "linear" else (s.wg, s.wu)
+        return [
+            cute.make_tensor(mWh.iterator + off, cute.make_layout((s.k, s.n), stride=(s.n, 1)))
+            for off in offs
+        ]
+
     def ring(self, base, s: Stage, mat: int):
         """Ring tiles of matrix `mat` of stage s: [k_chunk, n_chunk, weight_buffers]."""
         p = self.p
@@ -1108,11 +1112,7 @@ class ChainKernel(TileOps):
         [K, N] (the caller commits and waits)."""
         for s in self.p.stages:
             if cutlass.const_expr(s.op in ("linear", "gated")):
-                offs = (s.w,) if s.op == "linear" else (s.wg, s.wu)
-                for m in cutlass.range_constexpr(s.mats):
-                    g = cute.make_tensor(
-                        mWh.iterator + offs[m], cute.make_layout((s.k, s.n), stride=(s.n, 1))
-                    )
+                for m, g in enumerate(self.weights(mWh, s)):
                     t = self.resident_tile(base, s, m)
                     self.stage(g, t, 0, s.k, 0, s.n, s.k_pad, s.n_pad, _vec_elems(s.n, 2), tid)
 
@@ -1257,11 +1257,7 @@ class ChainKernel(TileOps):
         kc, nc = s.k_chunk, s.n_chunk
         nk, nn = s.k_pad // kc, s.n_pad // nc
         tiled_mma, thr_mma, thr_a, thr_b, tCc, active = self.mm_parts(s, tid)
-        offs = (s.w,) if s.op == "linear" else (s.wg, s.wu)
-        gws = [
-            cute.make_tensor(mWh.iterator + off, cute.make_layout((s.k, s.n), stride=(s.n, 1)))
-            for off in offs
-        ]
+        gws = self.weights(mWh, s)
         rings = [self.ring(base, s, m) for m in range(s.mats)]
         vw = _vec_elems(s.n, 2)
         src = slots[s.src]
@@ -1324,11 +1320,10 @@ class ChainKernel(TileOps):
             # nbuf - 2 stay in flight), one barrier (every warp has read tile t - 1), then
             # tile t + nbuf - 1 into the buffer tile t - 1 used
             t = nj_rel * nk + kj
-            buf = t % nbuf
             if cutlass.const_expr(p.ring_ahead):
                 g0 = next(g for st, g, _ in p.ring_sequence() if st is s)
                 t = t + g0  # the tile's index in the row tile's sequence
-                buf = t % nbuf
+            buf = t % nbuf
             cute.arch.cp_async_wait_group(nbuf - 2)
             cute.arch.sync_threads()
             tn = t + nbuf - 1
@@ -1423,13 +1418,7 @@ class ChainKernel(TileOps):
             if cutlass.const_expr(g0 < hi and g0 + nt > lo):
                 if g >= g0:
                     if g < g0 + nt:
-                        offs = (s.w,) if s.op == "linear" else (s.wg, s.wu)
-                        gws = [
-                            cute.make_tensor(
-                                mWh.iterator + off, cute.make_layout((s.k, s.n), stride=(s.n, 1))
-                            )
-                            for off in offs
-                        ]
+                        gws = self.weights(mWh, s)
                         rings = [self.ring(ctx[4], s, m) for m in range(s.mats)]
                         nk = s.k_pad // s.k_chunk
                         t = g - g0
